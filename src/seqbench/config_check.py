@@ -1,0 +1,89 @@
+"""Validation of the composed config, in one place, before any data or model is built.
+
+Every problem is a `ConfigError` whose message is one line naming the key, the bad value and what is allowed;
+train.py prints it and exits with status 2.
+"""
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+MODELS = ("transformer", "rnn", "cnn")
+RNN_CELLS = ("gru", "lstm")
+RNN_ATTENTION = ("none", "bahdanau", "luong_dot", "luong_general", "luong_concat")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _get(cfg: DictConfig, key: str, default=None):
+    node = cfg
+    for part in key.split("."):
+        if not isinstance(node, DictConfig) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def _positive_int(cfg, key: str, allow_none: bool = False) -> None:
+    value = _get(cfg, key)
+    if value is None and allow_none:
+        return
+    _require(isinstance(value, int) and not isinstance(value, bool) and value > 0,
+             f"{key}={value!r}: must be a positive integer")
+
+
+def _probability(cfg, key: str) -> None:
+    value = _get(cfg, key)
+    if value is not None:
+        _require(isinstance(value, (int, float)) and 0 <= value < 1, f"{key}={value!r}: must be in [0, 1)")
+
+
+def _choice(cfg, key: str, allowed: tuple[str, ...]) -> None:
+    value = _get(cfg, key)
+    _require(value in allowed, f"{key}={value!r}: allowed values are {', '.join(allowed)}")
+
+
+def validate(cfg: DictConfig) -> None:
+    _choice(cfg, "model.name", MODELS)
+    name = cfg.model.name
+    if name == "transformer":
+        for key in ("d_model", "n_heads", "encoder_layers", "decoder_layers", "d_ff", "max_positions"):
+            _positive_int(cfg, f"model.{key}")
+        d_model, n_heads = cfg.model.d_model, cfg.model.n_heads
+        _require(d_model % n_heads == 0, f"model.n_heads={n_heads}: must divide model.d_model={d_model}")
+        _require(d_model % 2 == 0 or cfg.model.learned_positions,
+                 f"model.d_model={d_model}: sinusoidal positions need an even d_model")
+    elif name == "rnn":
+        _choice(cfg, "model.cell", RNN_CELLS)
+        _choice(cfg, "model.attention", RNN_ATTENTION)
+        for key in ("embed_dim", "hidden_size", "encoder_layers", "decoder_layers"):
+            _positive_int(cfg, f"model.{key}")
+    elif name == "cnn":
+        for key in ("embed_dim", "max_positions"):
+            _positive_int(cfg, f"model.{key}")
+        for side in ("encoder", "decoder"):
+            layers = _get(cfg, f"model.{side}_layers")
+            _require(bool(layers), f"model.{side}_layers={layers!r}: must be a non-empty list of [channels, kernel]")
+            for i, layer in enumerate(layers):
+                _require(len(layer) == 2 and all(isinstance(v, int) and v > 0 for v in layer),
+                         f"model.{side}_layers[{i}]={list(layer)!r}: must be [channels, kernel_width], positive")
+    for key in ("model.dropout", "model.attention_dropout", "module.label_smoothing"):
+        _probability(cfg, key)
+    _positive_int(cfg, "data.max_tokens")
+    _positive_int(cfg, "data.eval_max_tokens", allow_none=True)
+    _positive_int(cfg, "data.train_max_len", allow_none=True)
+    vocab = _get(cfg, "data.vocab_size")
+    _require(isinstance(vocab, int) and vocab >= 16, f"data.vocab_size={vocab!r}: must be an integer >= 16")
+    _positive_int(cfg, "module.decoding.beam_size")
+    alpha = _get(cfg, "module.decoding.length_penalty", 0.0)
+    _require(isinstance(alpha, (int, float)) and alpha >= 0,
+             f"module.decoding.length_penalty={alpha!r}: must be >= 0")
+    threads = _get(cfg, "threads")
+    _require(threads is None or isinstance(threads, int) and threads > 0,
+             f"threads={threads!r}: must be a positive integer or null (torch's default)")

@@ -1,0 +1,89 @@
+"""Token-budget batching (fairseq's `max_tokens`): length-sorted buckets, shuffled per epoch, sharded per rank."""
+from __future__ import annotations
+
+import random
+from typing import Iterator, Sequence
+
+import torch
+from torch.utils.data import Sampler
+
+from seqbench.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+
+def token_budget_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], max_tokens: int,
+                         max_sentences: int | None = None, seed: int = 0) -> list[list[int]]:
+    """Group indices so that (sentences in batch) x (longest side in batch) <= max_tokens, padding included.
+
+    Sorting by length keeps padding low; ties are broken by a seeded permutation so equal-length sentences do not
+    always meet in the same order.
+    """
+    order = list(range(len(src_lens)))
+    random.Random(seed).shuffle(order)
+    order.sort(key=lambda i: (src_lens[i], tgt_lens[i]))
+    batches, current, longest = [], [], 0
+    for i in order:
+        length = max(src_lens[i], tgt_lens[i])
+        if length > max_tokens:
+            raise ValueError(f"a sentence of {length} tokens does not fit data.max_tokens={max_tokens}; "
+                             f"raise max_tokens or set a length filter")
+        new_longest = max(longest, length)
+        full = max_sentences is not None and len(current) >= max_sentences
+        if current and (new_longest * (len(current) + 1) > max_tokens or full):
+            batches.append(current)
+            current, new_longest = [], length
+        current.append(i)
+        longest = new_longest
+    if current:
+        batches.append(current)
+    return batches
+
+
+class TokenBudgetBatchSampler(Sampler[list[int]]):
+    """Yields the precomputed batches in a seeded per-epoch order; each distributed rank gets an equal share."""
+
+    def __init__(self, batches: list[list[int]], shuffle: bool, seed: int = 0):
+        self.batches, self.shuffle, self.seed, self.epoch = batches, shuffle, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:  # called by Lightning at the start of every epoch
+        self.epoch = epoch
+
+    def _rank_and_world(self) -> tuple[int, int]:
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            return torch.distributed.get_rank(), torch.distributed.get_world_size()
+        return 0, 1
+
+    def _my_batches(self) -> list[list[int]]:
+        order = list(range(len(self.batches)))
+        if self.shuffle:
+            random.Random(self.seed * 100_003 + self.epoch).shuffle(order)
+        rank, world = self._rank_and_world()
+        usable = len(order) - len(order) % world if self.shuffle and world > 1 else len(order)
+        # Training shards must be equal-sized or DDP ranks deadlock waiting for each other's gradients.
+        return [self.batches[i] for i in order[rank:usable:world]]
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self._my_batches())
+
+    def __len__(self) -> int:
+        return len(self._my_batches())
+
+
+def collate(examples: list[tuple[int, list[int], list[int]]]) -> dict[str, torch.Tensor]:
+    """(index, src_ids, tgt_ids) -> padded tensors. Masks are True on real tokens.
+
+    tgt_in = <bos> y, tgt_out = y <eos>: the decoder predicts tgt_out[t] from tgt_in[:t+1] (teacher forcing).
+    """
+    batch_size = len(examples)
+    src_len = max(len(s) for _, s, _ in examples)
+    tgt_len = max(len(t) for _, _, t in examples) + 1
+    src = torch.full((batch_size, src_len), PAD_ID, dtype=torch.long)
+    tgt_in = torch.full((batch_size, tgt_len), PAD_ID, dtype=torch.long)
+    tgt_out = torch.full((batch_size, tgt_len), PAD_ID, dtype=torch.long)
+    for row, (_, s, t) in enumerate(examples):
+        src[row, :len(s)] = torch.tensor(s)
+        tgt_in[row, 0] = BOS_ID
+        tgt_in[row, 1:len(t) + 1] = torch.tensor(t)
+        tgt_out[row, :len(t)] = torch.tensor(t)
+        tgt_out[row, len(t)] = EOS_ID
+    return {"index": torch.tensor([i for i, _, _ in examples]), "src": src, "src_mask": src != PAD_ID,
+            "tgt_in": tgt_in, "tgt_out": tgt_out}

@@ -1,0 +1,51 @@
+"""Parallel corpora as Hugging Face `DatasetDict`s with `src`/`tgt` text columns and train/valid/test splits.
+
+A corpus is any object with a `name` and `load(cache_dir) -> DatasetDict`; the data module does the rest
+(tokenizer, length filters, batching), so every source goes through the same path.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import fields
+from pathlib import Path
+
+from datasets import Dataset, DatasetDict, load_from_disk
+
+from seqbench.data.synthetic import GrammarConfig, generate_splits
+
+SPLITS = ("train", "valid", "test")
+
+
+def save_atomically(dataset: DatasetDict, path: Path) -> None:
+    """Write to a sibling folder, then rename: a killed run leaves either the old cache or none, never half of one."""
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    dataset.save_to_disk(str(tmp))
+    shutil.rmtree(path, ignore_errors=True)
+    tmp.rename(path)
+
+
+class SyntheticCorpus:
+    """The embedded synthetic language pair (see `seqbench.data.synthetic`), cached keyed by its generator config."""
+
+    def __init__(self, **grammar):
+        known = {f.name for f in fields(GrammarConfig)}
+        unknown = set(grammar) - known
+        if unknown:
+            raise ValueError(f"unknown synthetic data option(s) {sorted(unknown)}; allowed: {sorted(known)}")
+        if "length_buckets" in grammar:
+            grammar["length_buckets"] = tuple(tuple(b) for b in grammar["length_buckets"])
+        if "clause_count_weights" in grammar:
+            grammar["clause_count_weights"] = tuple(grammar["clause_count_weights"])
+        self.config = GrammarConfig(**grammar)
+        self.name = f"synthetic-{self.config.cache_key()}"
+
+    def load(self, cache_dir: str | Path) -> DatasetDict:
+        path = Path(cache_dir) / self.name / "dataset"
+        if path.exists():
+            return load_from_disk(str(path))
+        splits = generate_splits(self.config)
+        dataset = DatasetDict({name: Dataset.from_list(splits[name]) for name in SPLITS})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_atomically(dataset, path)
+        return load_from_disk(str(path))

@@ -1,0 +1,69 @@
+"""Subword BPE with Hugging Face `tokenizers`, trained on the training split and cached next to the data.
+
+Metaspace pre-tokenisation (SentencePiece-style "▁" word markers) makes detokenisation an exact inverse for text
+with single spaces, so BLEU is computed on the same kind of string as the reference.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
+SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]  # ids 0..3 in that order, in every vocabulary
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
+
+
+def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> Tokenizer:
+    tok = Tokenizer(models.BPE(unk_token=UNK))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS,
+                                  show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer)
+    return tok
+
+
+class TokenizerPair:
+    """Source and target tokenizers; the same object twice when the vocabulary is shared."""
+
+    def __init__(self, src: Tokenizer, tgt: Tokenizer):
+        self.src, self.tgt = src, tgt
+        self.shared = src is tgt
+
+    @classmethod
+    def load_or_train(cls, directory: Path, train_src: list[str], train_tgt: list[str], vocab_size: int,
+                      shared: bool) -> "TokenizerPair":
+        directory = Path(directory) / f"bpe-{'shared' if shared else 'separate'}-{vocab_size}"
+        paths = [directory / "shared.json"] if shared else [directory / "src.json", directory / "tgt.json"]
+        if all(p.exists() for p in paths):
+            toks = [Tokenizer.from_file(str(p)) for p in paths]
+        else:
+            directory.mkdir(parents=True, exist_ok=True)
+            toks = [train_bpe(train_src + train_tgt, vocab_size)] if shared else \
+                [train_bpe(train_src, vocab_size), train_bpe(train_tgt, vocab_size)]
+            for tok, path in zip(toks, paths):
+                tmp = path.with_suffix(".tmp")
+                tok.save(str(tmp))
+                tmp.replace(path)  # atomic: a killed run never leaves a half-written tokenizer behind
+        return cls(toks[0], toks[-1])
+
+    @property
+    def src_vocab_size(self) -> int:
+        return self.src.get_vocab_size()
+
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self.tgt.get_vocab_size()
+
+    def encode_src(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self.src.encode_batch(texts)]
+
+    def encode_tgt(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self.tgt.encode_batch(texts)]
+
+    def decode_tgt(self, ids: list[list[int]]) -> list[str]:
+        """Token ids (without bos/eos/pad) back to detokenised text."""
+        return self.tgt.decode_batch(ids, skip_special_tokens=True)

@@ -1,0 +1,222 @@
+"""The Transformer of "Attention Is All You Need" (Vaswani et al. 2017), written from scratch.
+
+Attention goes through F.scaled_dot_product_attention (fused kernels on GPU); explicit softmax weights are computed
+only when a caller asks for them (visualisation). Incremental decoding caches each layer's self-attention keys and
+values, and the cross-attention keys/values are computed once per sentence.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqbench.models.interface import Seq2Seq
+
+
+def sinusoidal_table(max_positions: int, d_model: int) -> torch.Tensor:
+    position = torch.arange(max_positions, dtype=torch.float32)[:, None]
+    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_positions, d_model)
+    table[:, 0::2] = torch.sin(position * inv_freq)
+    table[:, 1::2] = torch.cos(position * inv_freq)
+    return table  # [P, D]
+
+
+class Embedding(nn.Module):
+    """Token embedding scaled by sqrt(d_model), plus sinusoidal or learned positions, then dropout."""
+
+    def __init__(self, vocab_size: int, d_model: int, max_positions: int, learned_positions: bool, dropout: float):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab_size, d_model, padding_idx=0)
+        nn.init.normal_(self.tokens.weight, std=d_model ** -0.5)
+        with torch.no_grad():
+            self.tokens.weight[0].zero_()
+        self.scale = math.sqrt(d_model)
+        if learned_positions:
+            self.positions = nn.Parameter(torch.randn(max_positions, d_model) * d_model ** -0.5)
+        else:
+            self.register_buffer("positions", sinusoidal_table(max_positions, d_model), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        # tokens [B,T] -> [B,T,D]
+        if offset + tokens.size(1) > self.positions.size(0):
+            raise ValueError(f"sequence of {offset + tokens.size(1)} tokens exceeds model.max_positions="
+                             f"{self.positions.size(0)}")
+        return self.dropout(self.tokens(tokens) * self.scale + self.positions[offset:offset + tokens.size(1)])
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, dropout: float):
+        super().__init__()
+        self.n_heads, self.d_head, self.dropout = n_heads, d_model // n_heads, dropout
+        self.query = nn.Linear(d_model, d_model)
+        self.key_value = nn.Linear(d_model, 2 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:  # [B,T,D] -> [B,H,T,Dh]
+        return x.view(x.size(0), x.size(1), self.n_heads, self.d_head).transpose(1, 2)
+
+    def keys_values(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # [B,S,D] -> 2 x [B,H,S,Dh]
+        k, v = self.key_value(x).chunk(2, dim=-1)
+        return self._split(k), self._split(v)
+
+    def forward(self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
+                causal: bool = False, need_weights: bool = False):
+        """x [B,T,D] attends over k, v [B,H,S,Dh]; mask [B,1,1,S] or [B,1,T,S] is True where attending is allowed."""
+        q = self._split(self.query(x))
+        weights = None
+        dropout = self.dropout if self.training else 0.0
+        if need_weights:
+            scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)  # [B,H,T,S]
+            if causal:
+                t, s = scores.shape[-2:]
+                mask = torch.ones(t, s, dtype=torch.bool, device=x.device).tril(s - t)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = scores.softmax(-1)
+            y = F.dropout(weights, dropout, self.training) @ v
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal)
+        y = y.transpose(1, 2).reshape(x.size(0), x.size(1), -1)  # [B,T,D]
+        return self.out(y), weights
+
+
+class FeedForward(nn.Sequential):
+    def __init__(self, d_model: int, d_ff: int, dropout: float):
+        super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+
+
+class Sublayer(nn.Module):
+    """Residual + LayerNorm around one sublayer: post-LN (paper) norms after the residual, pre-LN before it."""
+
+    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+        super().__init__()
+        self.norm, self.dropout, self.norm_first = nn.LayerNorm(d_model), nn.Dropout(dropout), norm_first
+
+    def forward(self, x: torch.Tensor, fn) -> torch.Tensor:
+        if self.norm_first:
+            return x + self.dropout(fn(self.norm(x)))
+        return self.norm(x + self.dropout(fn(x)))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout, attention_dropout, norm_first):
+        super().__init__()
+        self.attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.sub_attn, self.sub_ff = Sublayer(d_model, dropout, norm_first), Sublayer(d_model, dropout, norm_first)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.sub_attn(x, lambda h: self.attn(h, *self.attn.keys_values(h), mask=mask)[0])
+        return self.sub_ff(x, self.ff)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout, attention_dropout, norm_first):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.sub_self, self.sub_cross, self.sub_ff = (Sublayer(d_model, dropout, norm_first) for _ in range(3))
+
+    def forward(self, x, cross_kv, src_mask, self_kv=None, need_weights=False):
+        """x [B,T,D]. With self_kv (incremental decoding) x is the newest position and self_kv the cached prefix."""
+        def self_attention(h):
+            k, v = self.self_attn.keys_values(h)
+            if self_kv is not None:
+                k, v = torch.cat([self_kv[0], k], dim=2), torch.cat([self_kv[1], v], dim=2)
+            new_kv.append((k, v))
+            # A new single position may see the whole cache; a full sequence needs the causal mask.
+            return self.self_attn(h, k, v, causal=self_kv is None and h.size(1) > 1)[0]
+
+        def cross_attention(h):
+            y, w = self.cross_attn(h, *cross_kv, mask=src_mask, need_weights=need_weights)
+            weights.append(w)
+            return y
+
+        new_kv, weights = [], []
+        x = self.sub_self(x, self_attention)
+        x = self.sub_cross(x, cross_attention)
+        return self.sub_ff(x, self.ff), new_kv[0], weights[0]
+
+
+class Transformer(Seq2Seq):
+    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 256, n_heads: int = 4,
+                 encoder_layers: int = 3, decoder_layers: int = 3, d_ff: int = 1024, dropout: float = 0.1,
+                 attention_dropout: float = 0.0, norm_first: bool = False, learned_positions: bool = False,
+                 max_positions: int = 1024, tie_output_embeddings: bool = True, share_all_embeddings: bool = False):
+        super().__init__()
+        self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
+        self.d_model, self.n_heads, self.d_ff = d_model, n_heads, d_ff
+        self.src_embed = Embedding(src_vocab_size, d_model, max_positions, learned_positions, dropout)
+        self.tgt_embed = Embedding(tgt_vocab_size, d_model, max_positions, learned_positions, dropout)
+        if share_all_embeddings:
+            if src_vocab_size != tgt_vocab_size:
+                raise ValueError("model.share_all_embeddings needs a shared vocabulary (data.shared_vocab=true)")
+            self.tgt_embed.tokens = self.src_embed.tokens
+        layer_args = (d_model, n_heads, d_ff, dropout, attention_dropout, norm_first)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(decoder_layers))
+        # Pre-LN leaves the residual stream un-normalised, so both stacks end with a LayerNorm.
+        self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.output = nn.Linear(d_model, tgt_vocab_size, bias=False)
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and "embed" not in name:
+                nn.init.xavier_uniform_(p)
+            elif name.endswith(".bias") and "norm" not in name:
+                nn.init.zeros_(p)
+        if tie_output_embeddings:
+            self.output.weight = self.tgt_embed.tokens.weight
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict[str, torch.Tensor]:
+        attn_mask = src_mask[:, None, None, :]  # [B,1,1,S]
+        x = self.src_embed(src)  # [B,S,D]
+        for layer in self.encoder_layers:
+            x = layer(x, attn_mask)
+        return {"memory": self.encoder_norm(x), "mask": src_mask}
+
+    def _cross_kv(self, encoder_out: dict) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [layer.cross_attn.keys_values(encoder_out["memory"]) for layer in self.decoder_layers]
+
+    def decode(self, tgt_in: torch.Tensor, encoder_out: dict, return_attention: bool = False):
+        src_mask = encoder_out["mask"][:, None, None, :]
+        x = self.tgt_embed(tgt_in)  # [B,T,D]
+        weights = []
+        for layer, cross_kv in zip(self.decoder_layers, self._cross_kv(encoder_out)):
+            x, _, w = layer(x, cross_kv, src_mask, need_weights=return_attention)
+            weights.append(w)
+        logits = self.output(self.decoder_norm(x))  # [B,T,V]
+        return (logits, torch.stack(weights, dim=1)) if return_attention else logits
+
+    def init_state(self, encoder_out: dict) -> dict:
+        return {"step": 0, "self_kv": [None] * len(self.decoder_layers), "cross_kv": self._cross_kv(encoder_out)}
+
+    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict):
+        src_mask = encoder_out["mask"][:, None, None, :]
+        x = self.tgt_embed(tokens[:, None], offset=state["step"])  # [B,1,D]
+        new_self_kv, weights = [], []
+        for layer, cross_kv, self_kv in zip(self.decoder_layers, state["cross_kv"], state["self_kv"]):
+            x, kv, w = layer(x, cross_kv, src_mask, self_kv=self_kv or None, need_weights=True)
+            new_self_kv.append(kv)
+            weights.append(w[:, :, 0])
+        logits = self.output(self.decoder_norm(x[:, 0]))  # [B,V]
+        state = {"step": state["step"] + 1, "self_kv": new_self_kv, "cross_kv": state["cross_kv"]}
+        return logits, state, torch.stack(weights, dim=1)  # attention [B,L,H,S]
+
+    def reorder_state(self, state: dict, indices: torch.Tensor) -> dict:
+        # Cross-attention keys/values depend only on the source sentence, which reordering never changes.
+        self_kv = [(k.index_select(0, indices), v.index_select(0, indices)) for k, v in state["self_kv"]]
+        return {"step": state["step"], "self_kv": self_kv, "cross_kv": state["cross_kv"]}
+
+    def flops_per_token(self, src_len: int, tgt_len: int) -> float:
+        """Forward matmul FLOPs per target token (nanoGPT-style: 2 per weight, plus attention scores and mixing)."""
+        d, ff = self.d_model, self.d_ff
+        n_enc, n_dec = len(self.encoder_layers), len(self.decoder_layers)
+        enc_per_src_token = n_enc * (2 * (4 * d * d + 2 * d * ff) + 4 * src_len * d)
+        dec = n_dec * (2 * (8 * d * d + 2 * d * ff) + 4 * tgt_len * d / 2 + 4 * src_len * d) \
+            + 2 * d * self.tgt_vocab_size
+        return dec + enc_per_src_token * src_len / max(tgt_len, 1)

@@ -1,0 +1,111 @@
+"""`Seq2SeqModule`: the one LightningModule that trains, validates and tests every architecture.
+
+It sees a model only through the `Seq2Seq` contract (seqbench.models.interface); there is no architecture check in
+here. Validation and test BLEU go through the same decode -> detokenise -> sacreBLEU path (`_evaluate_epoch`).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable
+
+import lightning as L
+import torch
+import torch.distributed as dist
+
+from seqbench.data.tokenizer import PAD_ID
+from seqbench.decoding import DecodingConfig, generate
+from seqbench.losses import label_smoothed_nll
+from seqbench.metrics import corpus_bleu, corpus_chrf
+from seqbench.models.interface import Seq2Seq
+
+
+class Seq2SeqModule(L.LightningModule):
+    def __init__(self, model: Seq2Seq, optimizer: Callable, scheduler: Callable | None = None,
+                 label_smoothing: float = 0.1, decoding: DecodingConfig | dict | None = None,
+                 val_bleu: bool = True):
+        super().__init__()
+        self.model = model
+        self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
+        self.label_smoothing, self.val_bleu = label_smoothing, val_bleu
+        self.decoding = decoding if isinstance(decoding, DecodingConfig) else DecodingConfig(**(decoding or {}))
+        self._outputs: list[tuple[int, list[int]]] = []
+        self.eval_results: dict[str, dict] = {}  # split -> bleu, chrf, signatures, hypotheses
+
+    def forward(self, src, src_mask, tgt_in):
+        return self.model(src, src_mask, tgt_in)
+
+    def _loss(self, batch):
+        logits = self.model(batch["src"], batch["src_mask"], batch["tgt_in"])
+        return label_smoothed_nll(logits, batch["tgt_out"], self.label_smoothing)
+
+    def training_step(self, batch, batch_idx):
+        loss, nll = self._loss(batch)
+        n_tokens = (batch["tgt_out"] != PAD_ID).sum()
+        self.log("train/loss", loss, prog_bar=True, batch_size=int(n_tokens))
+        self.log("train/nll", nll, batch_size=int(n_tokens))
+        return loss
+
+    def _eval_step(self, batch, split: str):
+        loss, nll = self._loss(batch)
+        n_tokens = int((batch["tgt_out"] != PAD_ID).sum())
+        self.log(f"{split}/loss", loss, batch_size=n_tokens, sync_dist=True)
+        self.log(f"{split}/nll", nll, batch_size=n_tokens, sync_dist=True, prog_bar=split == "val")
+        self._nll_total += torch.stack([nll.detach().double() * n_tokens, torch.tensor(n_tokens, dtype=torch.double,
+                                                                                   device=nll.device)])
+        if split == "test" or self.val_bleu:
+            hypotheses = generate(self.model, batch["src"], batch["src_mask"], self.decoding)
+            self._outputs += list(zip(batch["index"].tolist(), hypotheses))
+
+    def validation_step(self, batch, batch_idx):
+        self._eval_step(batch, "val")
+
+    def test_step(self, batch, batch_idx):
+        self._eval_step(batch, "test")
+
+    def on_validation_epoch_start(self):
+        self._outputs = []
+        self._nll_total = torch.zeros(2, dtype=torch.double, device=self.device)  # (sum of token NLLs, tokens)
+
+    on_test_epoch_start = on_validation_epoch_start
+
+    def on_validation_epoch_end(self):
+        total = self._nll_total.clone()
+        if dist.is_available() and dist.is_initialized():
+            dist.all_reduce(total)
+        self.log("val/ppl", math.exp(min(float(total[0] / total[1].clamp(min=1)), 50.0)))
+        if self.val_bleu and not self.trainer.sanity_checking:
+            self._evaluate_epoch("valid", "val")
+
+    def on_test_epoch_end(self):
+        self._evaluate_epoch("test", "test")
+
+    def _evaluate_epoch(self, split: str, prefix: str) -> None:
+        outputs = self._outputs
+        if dist.is_available() and dist.is_initialized():
+            gathered = [None] * dist.get_world_size()
+            dist.all_gather_object(gathered, outputs)
+            outputs = [o for part in gathered for o in part]
+        datamodule = self.trainer.datamodule
+        by_index = dict(outputs)
+        references = datamodule.references(split)
+        if len(by_index) != len(references):  # e.g. limit_val_batches: score the decoded subset only
+            references = [references[i] for i in sorted(by_index)]
+        hypotheses = datamodule.tokenizers.decode_tgt([by_index[i] for i in sorted(by_index)])
+        bleu, bleu_signature = corpus_bleu(hypotheses, references)
+        chrf, chrf_signature = corpus_chrf(hypotheses, references)
+        self.log(f"{prefix}/bleu", bleu, sync_dist=False, prog_bar=True)
+        self.log(f"{prefix}/chrf", chrf, sync_dist=False)
+        self.eval_results[split] = {"bleu": bleu, "bleu_signature": bleu_signature, "chrf": chrf,
+                                    "chrf_signature": chrf_signature, "n_sentences": len(hypotheses),
+                                    "indices": sorted(by_index), "hypotheses": hypotheses}
+        if split == "test" and self.trainer.is_global_zero:
+            path = Path(self.trainer.default_root_dir) / "hypotheses.test.txt"
+            path.write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
+
+    def configure_optimizers(self):
+        optimizer = self.optimizer_factory(self.model.parameters())
+        if self.scheduler_factory is None:
+            return optimizer
+        return {"optimizer": optimizer,
+                "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer), "interval": "step"}}

@@ -1,0 +1,30 @@
+"""Train, evaluate and record one run: `python train.py model=transformer trainer.max_epochs=5`.
+
+Composition lives in conf/, the work in seqbench.run; this file only turns config and input errors into one line.
+"""
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from seqbench.config_check import ConfigError
+from seqbench.errors import InputError
+from seqbench.hydra_resolvers import register_resolvers
+
+register_resolvers()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="train")
+def main(cfg: DictConfig) -> float | None:
+    from seqbench.run import run  # after composition: a bad override fails before the heavy imports
+
+    try:
+        results = run(cfg)
+    except (ConfigError, InputError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    return results.get("valid", {}).get("bleu")  # the value Hydra sweepers optimise
+
+
+if __name__ == "__main__":
+    main()
