@@ -3,11 +3,12 @@
 Composition lives in conf/, the work in seqbench.run; this file only turns config and input errors into one line.
 """
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
-from seqbench.config_check import ConfigError
+from seqbench.config_check import ConfigError, check_group_choices
 from seqbench.errors import InputError
 from seqbench.hydra_resolvers import register_resolvers
 
@@ -27,4 +28,9 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
+    try:
+        check_group_choices(sys.argv[1:], str(Path(__file__).parent / "conf"))
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
     main()

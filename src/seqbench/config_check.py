@@ -87,3 +87,21 @@ def validate(cfg: DictConfig) -> None:
     threads = _get(cfg, "threads")
     _require(threads is None or isinstance(threads, int) and threads > 0,
              f"threads={threads!r}: must be a positive integer or null (torch's default)")
+
+
+def check_group_choices(overrides: list[str], conf_dir: str) -> None:
+    """`model=foo` where conf/model/foo.yaml does not exist: say so in one line with the choices.
+
+    Hydra would report it too, but over several lines; this runs before Hydra composes anything.
+    """
+    from pathlib import Path
+
+    for override in overrides:
+        key, sep, value = override.lstrip("+~").partition("=")
+        group = Path(conf_dir) / key
+        if not sep or "." in key or not group.is_dir() or value in ("", "null"):
+            continue
+        choices = sorted(p.stem for p in group.glob("*.yaml"))
+        for choice in value.split(","):  # multirun: model=a,b
+            if choice not in choices:
+                raise ConfigError(f"{key}={choice!r}: allowed values are {', '.join(choices)}")

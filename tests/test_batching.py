@@ -1,0 +1,61 @@
+import random
+
+import pytest
+import torch
+
+from seqbench.data.batching import TokenBudgetBatchSampler, collate, token_budget_batches
+from seqbench.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+
+def _lengths(n=500, seed=0):
+    rng = random.Random(seed)
+    src = [rng.randint(1, 80) for _ in range(n)]
+    return src, [max(1, s + rng.randint(-5, 5)) for s in src]
+
+
+def test_budget_respected_and_every_index_once():
+    src, tgt = _lengths()
+    batches = token_budget_batches(src, tgt, max_tokens=400, seed=1)
+    assert sorted(i for b in batches for i in b) == list(range(500))
+    for b in batches:
+        assert len(b) * max(max(src[i], tgt[i]) for i in b) <= 400
+
+
+def test_too_long_sentence_is_an_error():
+    with pytest.raises(ValueError, match="max_tokens"):
+        token_budget_batches([10, 500], [10, 10], max_tokens=100)
+
+
+def test_deterministic_and_reshuffled_per_epoch():
+    src, tgt = _lengths()
+    batches = token_budget_batches(src, tgt, 400, seed=3)
+    assert batches == token_budget_batches(src, tgt, 400, seed=3)
+    sampler = TokenBudgetBatchSampler(batches, shuffle=True, seed=7)
+    epoch0 = list(sampler)
+    sampler.set_epoch(1)
+    epoch1 = list(sampler)
+    assert epoch0 != epoch1 and sorted(map(tuple, epoch0)) == sorted(map(tuple, epoch1))
+    again = TokenBudgetBatchSampler(batches, shuffle=True, seed=7)
+    assert list(again) == epoch0
+
+
+def test_ranks_get_disjoint_equal_shares(monkeypatch):
+    src, tgt = _lengths()
+    batches = token_budget_batches(src, tgt, 400)
+    shares = []
+    for rank in range(3):
+        sampler = TokenBudgetBatchSampler(batches, shuffle=True, seed=0)
+        monkeypatch.setattr(sampler, "_rank_and_world", lambda r=rank: (r, 3))
+        shares.append([tuple(b) for b in sampler])
+    assert len({len(s) for s in shares}) == 1
+    assert not (set(shares[0]) & set(shares[1])) and not (set(shares[1]) & set(shares[2]))
+
+
+def test_collate_pads_and_shifts():
+    batch = collate([(5, [7, 8, 9], [4, 5]), (2, [6], [4, 5, 6, 7])])
+    assert batch["index"].tolist() == [5, 2]
+    assert batch["src"].tolist() == [[7, 8, 9], [6, PAD_ID, PAD_ID]]
+    assert batch["src_mask"].tolist() == [[True, True, True], [True, False, False]]
+    assert batch["tgt_in"].tolist() == [[BOS_ID, 4, 5, PAD_ID, PAD_ID], [BOS_ID, 4, 5, 6, 7]]
+    assert batch["tgt_out"].tolist() == [[4, 5, EOS_ID, PAD_ID, PAD_ID], [4, 5, 6, 7, EOS_ID]]
+    assert batch["tgt_in"].dtype == torch.long

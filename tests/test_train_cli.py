@@ -1,0 +1,73 @@
+"""`python train.py` end to end on tiny settings: results.json, one-line config errors, resuming a killed run."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["data.corpus.train_size=120", "data.corpus.valid_per_bucket=1", "data.corpus.test_per_bucket=1",
+        "data.vocab_size=300", "data.max_tokens=1024", "trainer.max_steps=4", "trainer.max_epochs=1",
+        "module.decoding.beam_size=2", "module.decoding.max_len_a=0.5", "module.decoding.max_len_b=3",
+        "callbacks.progress_bar=null", "callbacks.throughput.warmup_steps=1", "threads=1"]
+TINY_MODELS = {
+    "transformer": ["model=transformer", "model.d_model=32", "model.n_heads=2", "model.d_ff=64",
+                    "model.encoder_layers=1", "model.decoder_layers=1"],
+}
+
+
+def train(tmp_path: Path, *overrides: str, run_dir: Path | None = None) -> subprocess.CompletedProcess:
+    run_dir = run_dir or tmp_path / "run"
+    env = dict(os.environ, OMP_NUM_THREADS="1", HYDRA_FULL_ERROR="0", WANDB_MODE="offline")
+    args = [sys.executable, str(ROOT / "train.py"), f"paths.cache_dir={tmp_path / 'cache'}",
+            f"hydra.run.dir={run_dir}", *overrides]
+    return subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("model", sorted(TINY_MODELS))
+def test_train_writes_results(tmp_path, model):
+    proc = train(tmp_path, *TINY, *TINY_MODELS[model])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["schema_version"] == 1 and results["model"]["name"] == model
+    for split in ("valid", "test"):
+        assert 0 <= results[split]["bleu"] <= 100 and "tok:13a" in results[split]["bleu_signature"]
+    assert results["parameters"] > 0 and results["throughput"]["target_tokens_per_s"] > 0
+    assert results["versions"]["torch"] and results["seed"] == 42
+    assert (tmp_path / "run" / "checkpoints" / "last.ckpt").is_file()
+    assert (tmp_path / "run" / "hypotheses.test.txt").read_text().count("\n") == results["test"]["n_sentences"]
+    assert "test BLEU" in proc.stdout and "run directory" in proc.stdout
+    assert not list(tmp_path.glob("*.ckpt")) and not (tmp_path / "lightning_logs").exists()
+
+
+@pytest.mark.parametrize("override, key", [
+    ("model.n_heads=3", "model.n_heads"),
+    ("model.name=lstm", "model.name"),
+    ("model=lstm", "model"),
+    ("data.max_tokens=0", "data.max_tokens"),
+    ("module.decoding.beam_size=0", "module.decoding.beam_size"),
+])
+def test_bad_config_is_one_line_error(tmp_path, override, key):
+    proc = train(tmp_path, *TINY, override)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and key in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "cache").exists(), "validation must happen before any data is built"
+
+
+def test_killed_run_resumes_from_last_checkpoint(tmp_path):
+    run_dir = tmp_path / "run"
+    first = train(tmp_path, *TINY, *TINY_MODELS["transformer"], "trainer.max_steps=2", "test=false",
+                  run_dir=run_dir)
+    assert first.returncode == 0, first.stderr[-3000:]
+    # a rerun in the same run directory picks up last.ckpt and continues from step 2
+    second = train(tmp_path, *TINY, *TINY_MODELS["transformer"], "trainer.max_steps=4", run_dir=run_dir)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "Restoring states from the checkpoint path" in second.stdout + second.stderr
+    assert json.loads((run_dir / "results.json").read_text())["train"]["steps"] == 4
+    assert not list((run_dir / "checkpoints").glob(".*tmp*")), "no temporary checkpoint files left behind"
