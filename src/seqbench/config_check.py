@@ -65,14 +65,15 @@ def validate(cfg: DictConfig) -> None:
         for key in ("embed_dim", "hidden_size", "encoder_layers", "decoder_layers"):
             _positive_int(cfg, f"model.{key}")
     elif name == "cnn":
-        for key in ("embed_dim", "max_positions"):
+        for key in ("embed_dim", "max_positions", "out_embed_dim"):
             _positive_int(cfg, f"model.{key}")
         for side in ("encoder", "decoder"):
             layers = _get(cfg, f"model.{side}_layers")
             _require(bool(layers), f"model.{side}_layers={layers!r}: must be a non-empty list of [channels, kernel]")
             for i, layer in enumerate(layers):
-                _require(len(layer) == 2 and all(isinstance(v, int) and v > 0 for v in layer),
-                         f"model.{side}_layers[{i}]={list(layer)!r}: must be [channels, kernel_width], positive")
+                ok = not isinstance(layer, (int, str)) and len(layer) == 2 \
+                    and all(isinstance(v, int) and v > 0 for v in layer)
+                _require(ok, f"model.{side}_layers[{i}]={layer!r}: must be [channels, kernel_width], positive ints")
     for key in ("model.dropout", "model.attention_dropout", "module.label_smoothing"):
         _probability(cfg, key)
     _positive_int(cfg, "data.max_tokens")

@@ -1,6 +1,7 @@
 """One LightningDataModule for every corpus: BPE tokenisation, length filters, token-budget batches."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import lightning as L
@@ -9,6 +10,8 @@ from torch.utils.data import DataLoader, Dataset
 from seqbench.data.batching import TokenBudgetBatchSampler, collate, token_budget_batches
 from seqbench.data.corpus import SPLITS
 from seqbench.data.tokenizer import TokenizerPair
+
+log = logging.getLogger(__name__)
 
 
 class _EncodedSplit(Dataset):
@@ -36,7 +39,8 @@ class Seq2SeqDataModule(L.LightningDataModule):
         self.tokenizers: TokenizerPair | None = None
         self.text: dict[str, dict[str, list[str]]] = {}
         self.encoded: dict[str, _EncodedSplit] = {}
-        self.filter_counts: dict[str, int] = {}
+        self.filter_counts: dict[str, int] = {}  # pairs removed by the length filters, per split
+        self.raw_sizes: dict[str, int] = {}      # pairs per split before the length filters
 
     def prepare_data(self) -> None:
         # Runs on one process per node before `setup`: build the cached corpus and tokenizer there, exactly once.
@@ -47,8 +51,11 @@ class Seq2SeqDataModule(L.LightningDataModule):
             self._load()
 
     def _keep(self, split: str, src: str, tgt: str) -> bool:
-        """Word-count filters. `train_max_len` filters training data only (RNNenc-30/50 style experiments)."""
+        """Drops empty pairs and applies the word-count filters; `train_max_len` applies to training data only
+        (the RNNenc-30/50 experiments train on short sentences and test on all)."""
         n_src, n_tgt = len(src.split()), len(tgt.split())
+        if not n_src or not n_tgt:  # an empty side has nothing to attend to / nothing to predict
+            return False
         if self.max_src_len and n_src > self.max_src_len or self.max_tgt_len and n_tgt > self.max_tgt_len:
             return False
         return not (split == "train" and self.train_max_len and max(n_src, n_tgt) > self.train_max_len)
@@ -57,10 +64,14 @@ class Seq2SeqDataModule(L.LightningDataModule):
         dataset = self.corpus.load(self.cache_dir)
         for split in SPLITS:
             pairs = [(s, t) for s, t in zip(dataset[split]["src"], dataset[split]["tgt"]) if self._keep(split, s, t)]
+            self.raw_sizes[split] = len(dataset[split])
             self.filter_counts[split] = len(dataset[split]) - len(pairs)
             if not pairs:
                 raise ValueError(f"the {split} split of {self.corpus.name} is empty after length filtering")
             self.text[split] = {"src": [s for s, _ in pairs], "tgt": [t for _, t in pairs]}
+        log.info("corpus %s: %s", self.corpus.name, ", ".join(
+            f"{split} {len(self.text[split]['src'])}" + (f" ({self.filter_counts[split]} removed by length filters)"
+                                                          if self.filter_counts[split] else "") for split in SPLITS))
         self.tokenizers = TokenizerPair.load_or_train(self.cache_dir / self.corpus.name, self.text["train"]["src"],
                                                       self.text["train"]["tgt"], self.vocab_size, self.shared_vocab)
         for split in SPLITS:

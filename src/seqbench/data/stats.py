@@ -1,0 +1,52 @@
+"""Length statistics shared by the corpora's reports and `python -m seqbench.data describe`.
+
+Lengths are whitespace-separated words, the unit the data module's length filters use, bucketed like the synthetic
+corpus's valid/test stratification (1-10, 11-20, ..., 51-60, 61+).
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from seqbench.data.synthetic import LENGTH_BUCKETS
+
+
+def bucket_label(lo: int, hi: int) -> str:
+    return f"{lo}+" if hi >= 10_000 else f"{lo}-{hi}"
+
+
+BUCKET_LABELS = tuple(bucket_label(lo, hi) for lo, hi in LENGTH_BUCKETS)
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def length_histogram(texts: Iterable[str], buckets=LENGTH_BUCKETS) -> dict[str, int]:
+    """Sentences per length bucket, every bucket present (0 included). Empty strings count in the first bucket."""
+    counts = {bucket_label(lo, hi): 0 for lo, hi in buckets}
+    for text in texts:
+        n = word_count(text)
+        for lo, hi in buckets:
+            if n <= hi:
+                counts[bucket_label(lo, hi)] += 1
+                break
+        else:
+            counts[bucket_label(*buckets[-1])] += 1
+    return counts
+
+
+def percentile(sorted_values: list[int], q: float) -> int:
+    """Nearest-rank percentile of an ascending list (q in [0, 100])."""
+    if not sorted_values:
+        return 0
+    rank = max(1, math.ceil(q / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+def length_summary(texts: Iterable[str]) -> dict[str, float]:
+    lengths = sorted(word_count(t) for t in texts)
+    if not lengths:
+        return {"sentences": 0, "mean": 0.0, "median": 0, "p95": 0, "max": 0}
+    return {"sentences": len(lengths), "mean": round(sum(lengths) / len(lengths), 2),
+            "median": percentile(lengths, 50), "p95": percentile(lengths, 95), "max": lengths[-1]}

@@ -1,0 +1,51 @@
+"""`python -m seqbench.data describe`: composes conf/ with overrides and reports sizes, length buckets, vocabularies."""
+from __future__ import annotations
+
+import json
+
+from seqbench.data.__main__ import main
+from seqbench.data.stats import BUCKET_LABELS
+
+
+def tiny(cache_dir) -> list[str]:
+    return ["data.corpus.train_size=200", "data.corpus.valid_per_bucket=2", "data.corpus.test_per_bucket=3",
+            "+data.corpus.clause_count_weights=[1.0,1.0]", "data.vocab_size=64", f"paths.cache_dir={cache_dir}"]
+
+
+def test_describe_json(tmp_path, capsys):
+    assert main(["describe", "--json", *tiny(tmp_path), "data.train_max_len=12"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["corpus"].startswith("synthetic-")
+    splits = report["splits"]
+    assert list(splits) == ["train", "valid", "test"]
+    assert splits["test"]["pairs"] == 3 * len(BUCKET_LABELS)  # stratified: three per bucket
+    assert splits["train"]["before_length_filters"] == 200
+    assert splits["train"]["pairs"] + splits["train"]["removed_by_length_filters"] == 200
+    assert splits["train"]["removed_by_length_filters"] > 0 and splits["train"]["src"]["words"]["max"] <= 12
+    for split in splits.values():
+        for side in ("src", "tgt"):
+            assert list(split[side]["buckets"]) == list(BUCKET_LABELS)
+            assert sum(split[side]["buckets"].values()) == split["pairs"]
+            assert split[side]["bpe_tokens_mean"] > 0
+    assert splits["test"]["src"]["buckets"] == {label: 3 for label in BUCKET_LABELS}
+    vocab = report["vocabulary"]
+    assert vocab["bpe"] == {"src": 64, "tgt": 64, "shared": False} and vocab["word_types"]["src"] > 50
+
+
+def test_describe_tables(tmp_path, capsys):
+    assert main(["describe", *tiny(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for text in ("corpus synthetic-", "length histogram", "61+", "train src", "test tgt",
+                 "vocabulary: train word types"):
+        assert text in out
+
+
+def test_describe_errors_are_one_line(tmp_path, capsys):
+    assert main(["describe", "data=bible", "data.corpus.pair=en-xx", f"paths.cache_dir={tmp_path}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: data.corpus.pair='en-xx': allowed pairs are en-es, en-fr, en-it, en-ru "
+                   "(public-domain translations only)"]
+    assert main(["describe", "data=nonexistent"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "data/nonexistent" in err[0]
+    assert main(["summarise"]) == 2
