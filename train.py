@@ -21,8 +21,13 @@ def main(cfg: DictConfig) -> float | None:
 
     try:
         results = run(cfg)
-    except (ConfigError, InputError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except Exception as error:  # noqa: BLE001 - only the user's own mistakes become one line; the rest re-raises
+        cause = error
+        while cause is not None and not isinstance(cause, (ConfigError, InputError)):
+            cause = cause.__cause__  # Hydra wraps errors raised while instantiating (e.g. a corpus's options)
+        if cause is None:
+            raise
+        print(f"error: {cause}", file=sys.stderr)
         sys.exit(2)
     return results.get("valid", {}).get("bleu")  # the value Hydra sweepers optimise
 

@@ -62,11 +62,13 @@ def test_bad_config_is_one_line_error(tmp_path, override, key):
 
 def test_killed_run_resumes_from_last_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
-    first = train(tmp_path, *TINY, *TINY_MODELS["transformer"], "trainer.max_steps=2", "test=false",
-                  run_dir=run_dir)
+    # max_epochs high enough that the step limit, not the end of an epoch, is what stops both runs
+    first = train(tmp_path, *TINY, *TINY_MODELS["transformer"], "trainer.max_steps=2", "trainer.max_epochs=50",
+                  "test=false", run_dir=run_dir)
     assert first.returncode == 0, first.stderr[-3000:]
     # a rerun in the same run directory picks up last.ckpt and continues from step 2
-    second = train(tmp_path, *TINY, *TINY_MODELS["transformer"], "trainer.max_steps=4", run_dir=run_dir)
+    second = train(tmp_path, *TINY, *TINY_MODELS["transformer"], "trainer.max_steps=4", "trainer.max_epochs=50",
+                   run_dir=run_dir)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "Restoring states from the checkpoint path" in second.stdout + second.stderr
     assert json.loads((run_dir / "results.json").read_text())["train"]["steps"] == 4

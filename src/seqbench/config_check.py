@@ -85,6 +85,12 @@ def validate(cfg: DictConfig) -> None:
     alpha = _get(cfg, "module.decoding.length_penalty", 0.0)
     _require(isinstance(alpha, (int, float)) and alpha >= 0,
              f"module.decoding.length_penalty={alpha!r}: must be >= 0")
+    _positive_int(cfg, "compare.param_budget", allow_none=True)
+    _positive_int(cfg, "measure.decode_sentences", allow_none=True)
+    edges = _get(cfg, "measure.length_buckets")
+    _require(edges is not None and all(isinstance(e, int) and e > 0 for e in edges)
+             and all(b > a for a, b in zip(edges, list(edges)[1:])),
+             f"measure.length_buckets={edges!r}: must be increasing positive word counts (bucket upper edges)")
     threads = _get(cfg, "threads")
     _require(threads is None or isinstance(threads, int) and threads > 0,
              f"threads={threads!r}: must be a positive integer or null (torch's default)")

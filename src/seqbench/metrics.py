@@ -1,17 +1,95 @@
-"""BLEU and chrF with sacreBLEU: the one scoring path used by validation, test and the reports."""
+"""BLEU and chrF with sacreBLEU: the one scoring path used by validation, test and the reports.
+
+Everything here builds its metric with `_bleu()` / `_chrf()`, so a corpus score, a per-length-bucket score and a
+significance test all use the same sacreBLEU settings (default 13a tokenisation, detokenised text, one reference).
+"""
 from __future__ import annotations
 
+from typing import Sequence
+
 from sacrebleu.metrics import BLEU, CHRF
+
+from seqbench.data.synthetic import LENGTH_BUCKETS
+
+# Upper edges (source words) of the BLEU-by-length buckets 1-10, 11-20, ..., 51-60, 61+: the range of Bahdanau et
+# al.'s Fig. 2 and the strata of the synthetic corpus's valid/test splits.
+DEFAULT_LENGTH_EDGES = tuple(hi for _, hi in LENGTH_BUCKETS[:-1])
+
+
+def _bleu() -> BLEU:
+    return BLEU()
+
+
+def _chrf() -> CHRF:
+    return CHRF()
 
 
 def corpus_bleu(hypotheses: list[str], references: list[str]) -> tuple[float, str]:
     """sacreBLEU with its default 13a tokenisation on detokenised text; returns (score, signature)."""
-    metric = BLEU()
+    metric = _bleu()
     score = metric.corpus_score(hypotheses, [references])
     return score.score, str(metric.get_signature())
 
 
 def corpus_chrf(hypotheses: list[str], references: list[str]) -> tuple[float, str]:
-    metric = CHRF()
+    metric = _chrf()
     score = metric.corpus_score(hypotheses, [references])
     return score.score, str(metric.get_signature())
+
+
+def length_buckets(edges: Sequence[int] = DEFAULT_LENGTH_EDGES) -> list[tuple[int, int | None]]:
+    """Upper edges [10, 20] -> [(1, 10), (11, 20), (21, None)]: the last bucket is open-ended."""
+    edges = [int(e) for e in edges]
+    if any(e < 1 for e in edges) or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"length bucket edges {edges}: must be positive and strictly increasing")
+    lows = [1] + [e + 1 for e in edges]
+    return list(zip(lows, edges + [None]))
+
+
+def bucket_index(n_words: int, edges: Sequence[int] = DEFAULT_LENGTH_EDGES) -> int:
+    """Index of the bucket holding a sentence of n_words; 0 words (an empty line) counts in the first bucket."""
+    for i, edge in enumerate(edges):
+        if n_words <= edge:
+            return i
+    return len(edges)
+
+
+def bleu_by_length(hypotheses: list[str], references: list[str], source_lengths: Sequence[int],
+                   edges: Sequence[int] = DEFAULT_LENGTH_EDGES) -> list[dict]:
+    """Corpus BLEU of each source-length bucket's subset of sentences (Bahdanau et al. 2015, Fig. 2).
+
+    Returns one entry per bucket, in order: {"bucket": "11-20", "min_words", "max_words" (None: open), "sentences",
+    "bleu" (None for an empty bucket)}. Each score is `corpus_bleu` on the subset, not a share of the corpus score.
+    """
+    if not len(hypotheses) == len(references) == len(source_lengths):
+        raise ValueError(f"{len(hypotheses)} hypotheses, {len(references)} references, "
+                         f"{len(source_lengths)} source lengths: they must match")
+    members: list[list[int]] = [[] for _ in range(len(edges) + 1)]
+    for i, n in enumerate(source_lengths):
+        members[bucket_index(n, edges)].append(i)
+    out = []
+    for (lo, hi), rows in zip(length_buckets(edges), members):
+        bleu = corpus_bleu([hypotheses[i] for i in rows], [references[i] for i in rows])[0] if rows else None
+        out.append({"bucket": f"{lo}+" if hi is None else f"{lo}-{hi}", "min_words": lo, "max_words": hi,
+                    "sentences": len(rows), "bleu": bleu})
+    return out
+
+
+def paired_bootstrap(baseline: list[str], system: list[str], references: list[str],
+                     n_samples: int = 1000) -> dict:
+    """sacreBLEU's paired bootstrap resampling (Koehn 2004; `sacrebleu --paired-bs`) of BLEU, system vs baseline.
+
+    Returns {"baseline_bleu", "bleu", "p_value", "mean", "ci"}: p is the probability of the observed BLEU difference
+    under the null hypothesis that both systems are equally good; mean and ci (95% half-width) are the system's
+    bootstrap estimate. The resampling seed is sacreBLEU's (env SACREBLEU_SEED, default 12345): reproducible.
+    """
+    from sacrebleu.significance import PairedTest
+
+    if not len(baseline) == len(system) == len(references):
+        raise ValueError("paired bootstrap needs the same sentences for both systems and the references")
+    test = PairedTest([("baseline", baseline), ("system", system)], {"BLEU": _bleu()}, [references],
+                      test_type="bs", n_samples=n_samples)
+    _, scores = test()
+    base, result = scores["BLEU"]
+    return {"baseline_bleu": float(base.score), "bleu": float(result.score), "p_value": float(result.p_value),
+            "mean": float(result.mean), "ci": float(result.ci)}

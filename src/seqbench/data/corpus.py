@@ -11,6 +11,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
+from seqbench.config_check import ConfigError
 from seqbench.data.synthetic import GrammarConfig, generate_splits
 
 SPLITS = ("train", "valid", "test")
@@ -32,7 +33,7 @@ class SyntheticCorpus:
         known = {f.name for f in fields(GrammarConfig)}
         unknown = set(grammar) - known
         if unknown:
-            raise ValueError(f"unknown synthetic data option(s) {sorted(unknown)}; allowed: {sorted(known)}")
+            raise ConfigError(f"data.corpus: unknown synthetic option(s) {sorted(unknown)}; allowed: {sorted(known)}")
         if "length_buckets" in grammar:
             grammar["length_buckets"] = tuple(tuple(b) for b in grammar["length_buckets"])
         if "clause_count_weights" in grammar:

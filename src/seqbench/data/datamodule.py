@@ -10,6 +10,7 @@ from torch.utils.data import DataLoader, Dataset
 from seqbench.data.batching import TokenBudgetBatchSampler, collate, token_budget_batches
 from seqbench.data.corpus import SPLITS
 from seqbench.data.tokenizer import TokenizerPair
+from seqbench.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +68,16 @@ class Seq2SeqDataModule(L.LightningDataModule):
             self.raw_sizes[split] = len(dataset[split])
             self.filter_counts[split] = len(dataset[split]) - len(pairs)
             if not pairs:
-                raise ValueError(f"the {split} split of {self.corpus.name} is empty after length filtering")
+                raise InputError(f"the {split} split of {self.corpus.name} is empty after filtering: raise "
+                                 f"data.train_max_len / data.max_src_len / data.max_tgt_len or check the corpus")
             self.text[split] = {"src": [s for s, _ in pairs], "tgt": [t for _, t in pairs]}
         log.info("corpus %s: %s", self.corpus.name, ", ".join(
             f"{split} {len(self.text[split]['src'])}" + (f" ({self.filter_counts[split]} removed by length filters)"
                                                           if self.filter_counts[split] else "") for split in SPLITS))
-        self.tokenizers = TokenizerPair.load_or_train(self.cache_dir / self.corpus.name, self.text["train"]["src"],
+        # The tokenizer is trained on the filtered training text, so the filters are part of its cache key.
+        filters = f"len{self.train_max_len or 0}-{self.max_src_len or 0}-{self.max_tgt_len or 0}"
+        self.tokenizers = TokenizerPair.load_or_train(self.cache_dir / self.corpus.name / filters,
+                                                      self.text["train"]["src"],
                                                       self.text["train"]["tgt"], self.vocab_size, self.shared_vocab)
         for split in SPLITS:
             self.encoded[split] = _EncodedSplit(self.tokenizers.encode_src(self.text[split]["src"]),

@@ -3,16 +3,19 @@
 Why a synthetic task: it needs no network, a perfect model scores 100 BLEU, and its difficulty is known by construction.
 The target differs from the source in the ways that made fixed-context RNNs fail (Bahdanau et al. 2015):
 
-- word order: clauses are verb-final (SOV, adjuncts before the object), adjectives and determiners follow the noun,
-  prepositions become postpositions;
-- a separate lexicon with one-to-many nouns (compounds), many-to-one phrases ("very ADJ" -> one word, "in front of"
-  -> one postposition) and dropped words (the indefinite article);
+- word order: clauses are verb-final (SOV), adjectives and determiners follow the noun, prepositions become
+  postpositions;
+- a separate lexicon with one-to-many words (some roots translate as two words), many-to-one phrases ("very ADJ" ->
+  one word, "in front of" -> one postposition), dropped words (the indefinite article) and productive compounds
+  (two noun roots written as one word, translated root by root, the head root deciding the gender);
 - agreement morphology that depends on words far away: the clause-final verb agrees in gender and number with its
-  subject, across relative clauses, objects and prepositional phrases; gender is a property of the *target* noun only,
-  so the model has to look it up from the source noun however far back it is.
+  subject, across relative clauses, objects and prepositional phrases; gender is a property of the *target* noun only
+  and the source past tense (-ed) shows no number at all, so the model has to look the subject up however far back.
 
-A monotone word-for-word dictionary translation (`dictionary_translate`) scores far below a real model; the tests
-keep it at or under 25 BLEU.
+The lexicon is small in roots (about 230) but large in word types (compounds, plurals, tenses: over 10,000 source
+types in the default training set), so a subword model can learn it in minutes on a CPU while a word-level
+dictionary cannot cover it. A monotone word-for-word dictionary translation (`dictionary_translate`) scores about
+2 BLEU; the tests keep it at or under 25.
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ _ADJ_AGREEMENT = {(0, False): "a", (1, False): "o", (2, False): "u", (0, True): 
 _VERB_AGREEMENT = {(0, False): "ek", (1, False): "ot", (2, False): "ul",
                    (0, True): "ekta", (1, True): "otta", (2, True): "ulla"}
 _PLURAL_SUFFIX = "ri"
+_PAST_MARKER = "ta"
 _INTENSIFIER_PREFIX = "zo"
 
 # Source determiner -> (target particle or "" when dropped, forced number or None when free).
@@ -53,22 +57,24 @@ class GrammarConfig:
     """Everything that determines the generated corpus; its hash keys the on-disk cache."""
 
     seed: int = 1234
-    n_nouns: int = 300  # each also has a plural form on the source side
-    n_adjectives: int = 160
-    n_transitive_verbs: int = 120  # each has a 3rd-person-singular form on the source side
-    n_intransitive_verbs: int = 60
-    compound_noun_rate: float = 0.15  # share of nouns translated by two target words
+    n_noun_roots: int = 80  # two-syllable roots; nouns are roots or two-root compounds, each with a plural form
+    n_adjectives: int = 60
+    n_transitive_verbs: int = 60  # each has present (bare / 3sg -s) and past (-ed) forms on the source side
+    n_intransitive_verbs: int = 30
+    p_compound: float = 0.35  # share of nouns that are compounds of two roots ("doghouse" -> "house-dog" order kept)
+    two_word_root_rate: float = 0.15  # share of roots translated by two target words (one-to-many)
     train_size: int = 30_000
     valid_per_bucket: int = 40  # valid and test are stratified by source-length bucket
     test_per_bucket: int = 150
     max_words: int = 100
-    # Probability of 1, 2, 3, ... coordinated clauses: a long tail of long sentences.
-    clause_count_weights: tuple[float, ...] = (0.30, 0.25, 0.18, 0.11, 0.07, 0.05, 0.03, 0.01)
+    # Probability of 1, 2, 3, ... coordinated clauses: most sentences are short, with a long tail of long ones.
+    clause_count_weights: tuple[float, ...] = (0.40, 0.25, 0.14, 0.09, 0.05, 0.04, 0.02, 0.01)
+    p_past: float = 0.4
     p_adjective: float = 0.35
     p_very: float = 0.15
-    p_noun_pp: float = 0.18
-    p_relative_clause: float = 0.15
-    p_adjunct_pp: float = 0.35
+    p_noun_pp: float = 0.15
+    p_relative_clause: float = 0.12
+    p_adjunct_pp: float = 0.3
     p_np_coordination: float = 0.08
     max_depth: int = 2
     length_buckets: tuple[tuple[int, int], ...] = field(default=LENGTH_BUCKETS)
@@ -86,7 +92,7 @@ class _Noun:
 
 @dataclass
 class Lexicon:
-    nouns: list[_Noun]
+    nouns: list[_Noun]  # roots; compounds are built from two of them at sampling time
     adjectives: list[tuple[str, str]]
     transitive: list[tuple[str, str]]
     intransitive: list[tuple[str, str]]
@@ -97,41 +103,42 @@ class Lexicon:
         rng = random.Random(cfg.seed)
         reserved = set(_DETERMINERS) | set(_SINGLE_PREPOSITIONS) | {w for p in _MULTIWORD_PREPOSITIONS for w in p}
         reserved |= set(_FUNCTION_TRANSLATIONS) | {"very"}
-        src_words = _pseudo_words(rng, cfg.n_nouns + cfg.n_adjectives + cfg.n_transitive_verbs
-                                  + cfg.n_intransitive_verbs, _SRC_ONSETS, _SRC_VOWELS, _SRC_CODAS, reserved)
+        # Roots are exactly two onset+vowel syllables, so a compound (four syllables) splits into roots one way only
+        # and never equals another word: the translation stays a function of the source.
+        roots = _pseudo_words(rng, cfg.n_noun_roots, _SRC_ONSETS, _SRC_VOWELS, [""], reserved, syllables=(2,))
+        others = _pseudo_words(rng, cfg.n_adjectives + cfg.n_transitive_verbs + cfg.n_intransitive_verbs,
+                               _SRC_ONSETS, _SRC_VOWELS, _SRC_CODAS, reserved | set(roots), syllables=(1, 2))
         n_prepositions = len(_SINGLE_PREPOSITIONS) + len(_MULTIWORD_PREPOSITIONS)
-        n_compounds = int(cfg.n_nouns * cfg.compound_noun_rate)
-        tgt_words = _pseudo_words(rng, len(src_words) + n_compounds + n_prepositions, _TGT_ONSETS, _TGT_VOWELS,
-                                  _TGT_CODAS, set(_FUNCTION_TRANSLATIONS.values()) | {"ya", "na", "ki", "mo"})
-        src_iter, tgt_iter = iter(src_words), iter(tgt_words)
+        n_two_word = int(cfg.n_noun_roots * cfg.two_word_root_rate)
+        tgt_words = _pseudo_words(rng, len(roots) + len(others) + n_two_word + n_prepositions, _TGT_ONSETS,
+                                  _TGT_VOWELS, _TGT_CODAS, set(_FUNCTION_TRANSLATIONS.values()) | {"ya", "na", "ki"},
+                                  syllables=(1, 2))
+        tgt_iter, other_iter = iter(tgt_words), iter(others)
         nouns = []
-        for i in range(cfg.n_nouns):
-            tgt = [next(tgt_iter)] + ([next(tgt_iter)] if i < n_compounds else [])
-            nouns.append(_Noun(next(src_iter), tgt, rng.randrange(3)))
+        for i, root in enumerate(roots):
+            tgt = [next(tgt_iter)] + ([next(tgt_iter)] if i < n_two_word else [])
+            nouns.append(_Noun(root, tgt, rng.randrange(3)))
         rng.shuffle(nouns)
-        pair = lambda n: [(next(src_iter), next(tgt_iter)) for _ in range(n)]  # noqa: E731
-        adjectives, transitive, intransitive = pair(cfg.n_adjectives), pair(cfg.n_transitive_verbs), \
-            pair(cfg.n_intransitive_verbs)
+        pair = lambda n: [(next(other_iter), next(tgt_iter)) for _ in range(n)]  # noqa: E731
+        adjectives, transitive = pair(cfg.n_adjectives), pair(cfg.n_transitive_verbs)
+        intransitive = pair(cfg.n_intransitive_verbs)
         preps = [((p,), next(tgt_iter)) for p in _SINGLE_PREPOSITIONS]
         preps += [(p, next(tgt_iter)) for p in _MULTIWORD_PREPOSITIONS]
         return cls(nouns, adjectives, transitive, intransitive, preps)
 
-    def source_types(self) -> set[str]:
-        words = {n.src for n in self.nouns} | {n.src + "s" for n in self.nouns}
-        words |= {a for a, _ in self.adjectives}
-        for v, _ in self.transitive + self.intransitive:
-            words |= {v, v + "s"}
-        words |= {w for p, _ in self.prepositions for w in p} | set(_DETERMINERS) | set(_FUNCTION_TRANSLATIONS)
-        return words | {"very"}
+    def compound(self, modifier: _Noun, head: _Noun) -> _Noun:
+        """Source "modifierhead" (one word) -> target "modifier'head'" (one word, bound forms: each root's last
+        target word); the head decides the gender, as in German compounds."""
+        return _Noun(modifier.src + head.src, [modifier.tgt[-1] + head.tgt[-1]], head.gender)
 
 
-def _pseudo_words(rng, n, onsets, vowels, codas, reserved) -> list[str]:
+def _pseudo_words(rng, n, onsets, vowels, codas, reserved, syllables=(1, 2)) -> list[str]:
     out, seen = [], set(reserved)
     while len(out) < n:
-        word = "".join(rng.choice(onsets) + rng.choice(vowels) for _ in range(rng.choice((1, 2, 2))))
+        word = "".join(rng.choice(onsets) + rng.choice(vowels) for _ in range(rng.choice(syllables)))
         word += rng.choice(codas)
-        # Source words ending in "s" would collide with the plural/3sg forms.
-        if word not in seen and len(word) > 2 and not word.endswith("s"):
+        # Words ending in "s" or "ed" would collide with the plural / 3sg / past forms.
+        if word not in seen and len(word) > 2 and not word.endswith(("s", "e")):
             seen.add(word)
             out.append(word)
     return out
@@ -172,21 +179,33 @@ class SentenceGenerator:
         predicate = self.predicate(subject, depth=0)
         return _Phrase(subject.src + predicate.src, subject.tgt + predicate.tgt)
 
-    def predicate(self, subject: _Phrase, depth: int) -> _Phrase:
-        """Source: VERB [OBJECT] [PP...]. Target: [PP...] [OBJECT] VERB-agreeing-with-subject."""
-        transitive = self.rng.random() < 0.6
+    def verb(self, subject: _Phrase, transitive: bool) -> tuple[str, str]:
+        """Source: present agrees in number only (-s for singular), the past (-ed) not at all.
+        Target: lemma [+ past marker] + suffix agreeing in gender and number with the subject."""
         verb_src, verb_tgt = self.rng.choice(self.lex.transitive if transitive else self.lex.intransitive)
-        src = [verb_src if subject.plural else verb_src + "s"]
+        agreement = _VERB_AGREEMENT[(subject.gender, subject.plural)]
+        if self.rng.random() < self.cfg.p_past:
+            return verb_src + "ed", verb_tgt + _PAST_MARKER + agreement
+        return (verb_src if subject.plural else verb_src + "s"), verb_tgt + agreement
+
+    def predicate(self, subject: _Phrase, depth: int) -> _Phrase:
+        """Source: VERB [OBJECT] [PP...]. Target: [OBJECT] [PP...] VERB-agreeing-with-subject (verb-final)."""
+        transitive = self.rng.random() < 0.6
+        verb_src, verb_tgt = self.verb(subject, transitive)
         obj = self.noun_phrase(depth + 1) if transitive else _Phrase([], [])
         pps = [self.prepositional_phrase(depth + 1) for _ in range(2) if self.rng.random() < self.cfg.p_adjunct_pp]
-        tgt = [w for pp in pps for w in pp.tgt] + obj.tgt
-        tgt.append(verb_tgt + _VERB_AGREEMENT[(subject.gender, subject.plural)])
-        return _Phrase(src + obj.src + [w for pp in pps for w in pp.src], tgt)
+        src = [verb_src] + obj.src + [w for pp in pps for w in pp.src]
+        return _Phrase(src, obj.tgt + [w for pp in pps for w in pp.tgt] + [verb_tgt])
 
     def coordinated_np(self, depth: int) -> _Phrase:
         first, second = self.noun_phrase(depth + 1), self.noun_phrase(depth + 1)
         return _Phrase(first.src + ["and"] + second.src, first.tgt + [_NP_CONJUNCTION] + second.tgt,
                        gender=first.gender, plural=True)
+
+    def noun(self) -> _Noun:
+        if self.rng.random() < self.cfg.p_compound:
+            return self.lex.compound(self.rng.choice(self.lex.nouns), self.rng.choice(self.lex.nouns))
+        return self.rng.choice(self.lex.nouns)
 
     def noun_phrase(self, depth: int) -> _Phrase:
         """Source: DET [very] ADJ* NOUN [PP] [REL]. Target: NOUN ADJ-agr* [DET] [PP] [REL]."""
@@ -194,7 +213,7 @@ class SentenceGenerator:
         det = rng.choice(list(_DETERMINERS))
         det_tgt, forced_plural = _DETERMINERS[det]
         plural = rng.random() < 0.4 if forced_plural is None else forced_plural
-        noun = rng.choice(self.lex.nouns)
+        noun = self.noun()
         agreement = _ADJ_AGREEMENT[(noun.gender, plural)]
         src, adj_tgt = [det], []
         while rng.random() < cfg.p_adjective and len(adj_tgt) < 3:
@@ -225,10 +244,8 @@ class SentenceGenerator:
             return _Phrase(["that"] + predicate.src, ["ke"] + predicate.tgt)
         # object relative: "that the dogs see" -> "ke dog-PL na see-agree(dogs)"
         subject = self.noun_phrase(self.cfg.max_depth)
-        verb_src, verb_tgt = self.rng.choice(self.lex.transitive)
-        verb = verb_src if subject.plural else verb_src + "s"
-        return _Phrase(["that"] + subject.src + [verb],
-                       ["ke"] + subject.tgt + [verb_tgt + _VERB_AGREEMENT[(subject.gender, subject.plural)]])
+        verb_src, verb_tgt = self.verb(subject, transitive=True)
+        return _Phrase(["that"] + subject.src + [verb_src], ["ke"] + subject.tgt + [verb_tgt])
 
     def prepositional_phrase(self, depth: int) -> _Phrase:
         prep_src, postposition = self.rng.choice(self.lex.prepositions)
@@ -281,17 +298,27 @@ def generate_splits(cfg: GrammarConfig) -> dict[str, list[dict]]:
 def dictionary_translate(src: str, lexicon: Lexicon) -> str:
     """Monotone word-for-word baseline: each source word replaced by its dictionary entry, in source order.
 
-    It knows the lexicon perfectly (including plural nouns and the default agreement forms) but cannot reorder and
+    It knows the lexicon perfectly (plural nouns, compounds, tenses, default agreement forms) but cannot reorder and
     cannot see agreement partners, which is exactly what the task is built to require.
     """
-    table = {n.src: " ".join(n.tgt) for n in lexicon.nouns}
-    table |= {n.src + "s": " ".join(n.tgt) + _PLURAL_SUFFIX for n in lexicon.nouns}
-    table |= {a: t + _ADJ_AGREEMENT[(0, False)] for a, t in lexicon.adjectives}
+    roots = {n.src: n for n in lexicon.nouns}
+    table = {a: t + _ADJ_AGREEMENT[(0, False)] for a, t in lexicon.adjectives}
     for v, t in lexicon.transitive + lexicon.intransitive:
         table[v + "s"] = t + _VERB_AGREEMENT[(0, False)]
         table[v] = t + _VERB_AGREEMENT[(0, True)]
+        table[v + "ed"] = t + _PAST_MARKER + _VERB_AGREEMENT[(0, False)]
     table |= {p[0]: t for p, t in lexicon.prepositions if len(p) == 1}
     table |= {d: t for d, (t, _) in _DETERMINERS.items()}
     table |= _FUNCTION_TRANSLATIONS
-    out = [table.get(w, "") for w in src.rstrip(".").split()]
+
+    def noun(word: str) -> str | None:
+        plural = word.endswith("s") and word[:-1] not in table
+        stem = word[:-1] if plural else word
+        entry = roots.get(stem)
+        if entry is None:  # a compound: the first root that leaves a root behind
+            entry = next((lexicon.compound(roots[stem[:i]], roots[stem[i:]]) for i in range(1, len(stem))
+                          if stem[:i] in roots and stem[i:] in roots), None)
+        return None if entry is None else " ".join(entry.tgt) + (_PLURAL_SUFFIX if plural else "")
+
+    out = [table.get(w) or noun(w) or "" for w in src.rstrip(".").split()]
     return " ".join(w for w in out if w) + "."

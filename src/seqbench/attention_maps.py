@@ -1,0 +1,61 @@
+"""Attention maps of a few test sentences, saved at test time (`attention.pt`) for the report's heatmaps.
+
+For each example the model translates the source with the run's decoding settings, then re-reads its own translation
+with teacher forcing through `decode(..., return_attention=True)`: row t of a map is the attention paid while
+predicting output token t (the last row is <eos>), as in Bahdanau et al.'s Fig. 3. Maps are [L, H, T, S]: RNN
+attention is one layer and one head, ConvS2S one map per decoder layer, the Transformer one per layer and head;
+models without attention store None.
+"""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from seqbench.benchmark import fixed_subset
+from seqbench.data.tokenizer import BOS_ID, EOS
+from seqbench.decoding import DecodingConfig, generate
+from seqbench.models.interface import Seq2Seq
+
+# Sources of 5-25 tokens: long enough to show reordering, short enough for readable axis labels.
+MIN_TOKENS, MAX_TOKENS = 5, 25
+
+
+@torch.no_grad()
+def attention_examples(model: Seq2Seq, datamodule, decoding: DecodingConfig, device: torch.device, n: int,
+                       context: Callable[[], AbstractContextManager] = nullcontext) -> list[dict]:
+    data, tokenizers = datamodule.encoded["test"], datamodule.tokenizers
+    candidates = [i for i in range(len(data)) if MIN_TOKENS <= len(data.src_ids[i]) <= MAX_TOKENS] \
+        or list(range(len(data)))
+    model.eval()
+    examples = []
+    for i in [candidates[j] for j in fixed_subset(len(candidates), n)]:
+        src = torch.tensor([data.src_ids[i]], device=device)
+        mask = torch.ones_like(src, dtype=torch.bool)
+        with context():
+            hypothesis = generate(model, src, mask, decoding)[0]
+            tgt_in = torch.tensor([[BOS_ID] + hypothesis], device=device)
+            _, attention = model.decode(tgt_in, model.encode(src, mask), return_attention=True)
+        examples.append({
+            "index": i,
+            "source": datamodule.sources("test")[i],
+            "hypothesis": tokenizers.decode_tgt([hypothesis])[0],
+            "src_tokens": [tokenizers.src.id_to_token(t) for t in data.src_ids[i]],
+            "tgt_tokens": [tokenizers.tgt.id_to_token(t) for t in hypothesis] + [EOS],
+            "attention": None if attention is None else attention[0].float().cpu(),  # [L,H,T,S]
+        })
+    return examples
+
+
+def save_attention(path: str | Path, label: str, model_name: str, examples: list[dict]) -> Path:
+    path = Path(path)
+    tmp = path.with_suffix(".pt.tmp")
+    torch.save({"label": label, "model": model_name, "examples": examples}, tmp)
+    tmp.replace(path)
+    return path
+
+
+def load_attention(path: str | Path) -> dict:
+    return torch.load(path, map_location="cpu", weights_only=True)

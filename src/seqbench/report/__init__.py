@@ -1,0 +1,88 @@
+"""Comparison reports over finished runs: `python -m seqbench.report RUN_DIR... [--out DIR]`.
+
+Run directories (or multirun directories: results.json files are found recursively) are grouped by their label
+(`compare.label`; runs sharing one are seeds of one model). The report is a markdown table of means ± seed std with
+paired bootstrap p-values, BLEU by source length, and PNG plots; notebooks/compare.ipynb shows the same through the
+same functions. Everything is read from the run directories: results.json, {hypotheses,references,sources}.test.txt,
+csv/metrics.csv and attention.pt.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from seqbench.report.load import Run, find_results, group_by_label, load_runs
+from seqbench.report.plots import plot_attention, plot_bleu_by_length, plot_learning_curves, plot_throughput
+from seqbench.report.table import (markdown_by_length, markdown_pairwise, markdown_table, significance,
+                                   summary_rows)
+
+__all__ = ["Run", "find_results", "group_by_label", "load_runs", "markdown_by_length", "markdown_pairwise",
+           "markdown_table", "plot_attention", "plot_bleu_by_length", "plot_learning_curves", "plot_throughput",
+           "significance", "summary_rows", "attention_figures", "write_report"]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
+
+
+def attention_figures(groups: dict[str, list[Run]]):
+    """(file stem, figure) for every saved attention example of the first seed of each model with attention."""
+    for label, runs in groups.items():
+        saved = next((r.attention() for r in runs if r.attention() is not None), None)
+        if saved is None:
+            continue
+        for k, example in enumerate(saved["examples"]):
+            fig = plot_attention(example, f"{label}: test sentence {example['index']}")
+            if fig is not None:
+                yield f"attention_{_slug(label)}_{k}", fig
+
+
+def write_report(paths: list[str | Path], out: str | Path, split: str = "test", n_samples: int = 1000) -> Path:
+    """Writes report.md and the PNGs into `out`; returns the path of report.md."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = load_runs(paths)
+    groups = group_by_label(runs, split)
+    rows = summary_rows(groups, split)
+    tests = significance(groups, split, n_samples)
+
+    figures = {"bleu_by_length": plot_bleu_by_length(groups, split), "learning_curves": plot_learning_curves(groups),
+               "throughput": plot_throughput(groups, split), **dict(attention_figures(groups))}
+    for name, fig in figures.items():
+        fig.savefig(out / f"{name}.png", dpi=120)
+
+    best = rows[0]["label"]
+    signature = next((r.results[split].get("bleu_signature") for r in runs if split in r.results), "—")
+    lines = [
+        f"# seqbench comparison ({split} set)", "",
+        f"{len(runs)} runs, {len(groups)} models: "
+        + ", ".join(f"{r['label']} ({len(r['seeds'])} seed{'s' * (len(r['seeds']) != 1)})" for r in rows) + ".", "",
+        markdown_table(rows, tests), "",
+        f"Values are means ± sample standard deviation over seeds. BLEU and chrF are sacreBLEU ({signature}). "
+        f"`p vs {best}`: paired bootstrap resampling ({n_samples} resamples, sacreBLEU's paired-bs) of BLEU against "
+        f"the best model, run on each seed-matched pair of runs; the largest p over the pairs is shown. "
+        "Throughput: training target tokens/s and steps/s in the steady state; decoding sentences/s over a fixed "
+        "test subset, greedy and with the configured beam (k); MFU: achieved training FLOP/s (3x the model's "
+        "analytic forward FLOPs) over the matrix-product peak measured on the run's device.", "",
+        "## Significance between every two models", "",
+        "Largest paired-bootstrap p-value over seed-matched pairs (n/a: no common test set or no hypotheses).", "",
+        markdown_pairwise([r["label"] for r in rows], tests), "",
+        "## BLEU by source sentence length", "",
+        "Bucket (sentences): corpus BLEU of the sentences in each bucket.", "",
+        markdown_by_length(groups, split), "",
+        "![BLEU by source sentence length](bleu_by_length.png)", "",
+        "## Training", "",
+        "![Validation BLEU during training](learning_curves.png)", "",
+        "![Throughput, MFU and memory](throughput.png)", "",
+    ]
+    attention = [name for name in figures if name.startswith("attention_")]
+    if attention:
+        lines += ["## Attention", ""] + [f"![{name}]({name}.png)" for name in attention] + [""]
+    lines += ["## Runs", "", "| model | seed | test BLEU | directory |", "|---|---|---|---|"]
+    for label, members in groups.items():
+        for run in members:
+            bleu = run.results.get(split, {}).get("bleu")
+            lines.append(f"| {label} | {run.seed} | {'—' if bleu is None else f'{bleu:.2f}'} | {run.path} |")
+    path = out / "report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,104 @@
+"""Finding and reading run directories: results.json, the test-set text files, the CSV log, attention maps."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from seqbench.attention_maps import load_attention
+
+
+@dataclass
+class Run:
+    """One run directory, read lazily: results.json up front, the rest when a table or plot asks for it."""
+
+    path: Path
+    results: dict
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def label(self) -> str:
+        return self.results.get("label") or self.results["model"]["name"]
+
+    @property
+    def seed(self):
+        return self.results.get("seed")
+
+    def lines(self, name: str, split: str = "test") -> list[str] | None:
+        """hypotheses / references / sources of a split, one sentence per line; None when the run has none."""
+        key = f"{name}.{split}"
+        if key not in self._cache:
+            path = self.path / f"{name}.{split}.txt"
+            self._cache[key] = path.read_text(encoding="utf-8").splitlines() if path.is_file() else None
+        return self._cache[key]
+
+    def curve(self) -> list[dict]:
+        """Validation points logged during training: [{"step", "bleu", "tokens_seen", "train_seconds"}].
+
+        Read from the CSV logger's metrics.csv: rows carrying val/bleu together with val/tokens_seen (the final
+        re-validation of the best checkpoint has no training progress and is left out).
+        """
+        if "curve" not in self._cache:
+            points = []
+            for path in sorted(self.path.glob("**/metrics.csv"))[:1]:
+                with path.open(newline="") as f:
+                    for row in csv.DictReader(f):
+                        values = {k: _number(row.get(k)) for k in ("step", "val/bleu", "val/tokens_seen",
+                                                                   "val/train_seconds")}
+                        if values["val/bleu"] is not None and values["val/tokens_seen"] is not None:
+                            points.append({"step": values["step"], "bleu": values["val/bleu"],
+                                           "tokens_seen": values["val/tokens_seen"],
+                                           "train_seconds": values["val/train_seconds"]})
+            self._cache["curve"] = sorted(points, key=lambda p: p["tokens_seen"])
+        return self._cache["curve"]
+
+    def attention(self) -> dict | None:
+        if "attention" not in self._cache:
+            path = self.path / "attention.pt"
+            self._cache["attention"] = load_attention(path) if path.is_file() else None
+        return self._cache["attention"]
+
+
+def _number(text: str | None) -> float | None:
+    if text in (None, ""):
+        return None
+    value = float(text)
+    return None if math.isnan(value) else value
+
+
+def find_results(paths: Iterable[str | Path]) -> list[Path]:
+    """results.json files under the given run or multirun directories (or the files themselves), in path order."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_file() and path.name == "results.json":
+            found.append(path)
+        elif path.is_dir():
+            found.extend(sorted(path.rglob("results.json")))
+        else:
+            raise FileNotFoundError(f"{path}: not a run directory or results.json")
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def load_runs(paths: Iterable[str | Path]) -> list[Run]:
+    runs = [Run(p.parent, json.loads(p.read_text())) for p in find_results(paths)]
+    if not runs:
+        raise FileNotFoundError(f"no results.json under {', '.join(map(str, paths))}")
+    return runs
+
+
+def group_by_label(runs: list[Run], split: str = "test") -> dict[str, list[Run]]:
+    """label -> its runs (seeds) sorted by seed; labels ordered by mean BLEU on `split`, best first."""
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.label, []).append(run)
+    for members in groups.values():
+        members.sort(key=lambda r: (r.seed is None, r.seed if r.seed is not None else 0, str(r.path)))
+
+    def mean_bleu(label: str) -> float:
+        scores = [r.results[split]["bleu"] for r in groups[label] if split in r.results]
+        return sum(scores) / len(scores) if scores else -math.inf
+
+    return {label: groups[label] for label in sorted(groups, key=mean_bleu, reverse=True)}

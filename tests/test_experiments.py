@@ -1,0 +1,118 @@
+"""conf/experiment/ presets: every job of every sweep composes, validates and builds its (resized) model."""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from seqbench.config_check import validate
+from seqbench.sizing import TOLERANCE
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+EXPERIMENTS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
+# Expected model labels per experiment (the sweep's cartesian product, seeds folded).
+LABELS = {
+    "rnn_vs_attention": {"RNNenc-30", "RNNenc-50", "RNNsearch-30", "RNNsearch-50"},
+    "rnn_vs_attention_gpu": {"RNNenc-30", "RNNenc-50", "RNNsearch-30", "RNNsearch-50"},
+    "luong_variants": {"luong_dot", "luong_general", "luong_concat", "bahdanau"},
+    "luong_variants_gpu": {"luong_dot", "luong_general", "luong_concat", "bahdanau"},
+    "arch_comparison": {"transformer", "rnn", "cnn"},
+    "arch_comparison_gpu": {"transformer", "rnn", "cnn"},
+}
+
+
+def _compose(overrides: list[str], hydra_config: bool = False):
+    from hydra import compose, initialize_config_dir
+
+    from seqbench.hydra_resolvers import register_resolvers
+
+    register_resolvers()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose("train", overrides=overrides, return_hydra_config=hydra_config)
+
+
+def _jobs(experiment: str) -> list[list[str]]:
+    """The override lists Hydra's basic sweeper would run for `python train.py -m experiment=<name>`."""
+    params = _compose([f"experiment={experiment}"], hydra_config=True).hydra.sweeper.params
+    assert params, f"{experiment} defines no sweep"
+    axes = [[f"{key}={value}" for value in str(values).split(",")] for key, values in params.items()]
+    return [[f"experiment={experiment}", *job] for job in itertools.product(*axes)]
+
+
+def test_every_experiment_has_a_cpu_and_a_gpu_variant():
+    assert set(EXPERIMENTS) == set(LABELS)
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_sweep_jobs_compose_and_validate(experiment):
+    labels, configs = set(), []
+    for overrides in _jobs(experiment):
+        cfg = _compose(overrides)
+        validate(cfg)
+        labels.add(cfg.compare.label)
+        configs.append(cfg)
+    assert labels == LABELS[experiment]
+    assert cfg.task_name == experiment
+    # the same training budget for every job
+    budgets = {(c.trainer.max_time, c.trainer.max_steps, c.trainer.max_epochs) for c in configs}
+    assert len(budgets) == 1
+    if experiment.endswith("_gpu"):
+        assert cfg.trainer.accelerator == "gpu" and cfg.data.corpus._target_ == "seqbench.data.hf.HubCorpus"
+    else:
+        assert cfg.data.corpus._target_ == "seqbench.data.corpus.SyntheticCorpus"
+
+
+def test_rnn_vs_attention_sweeps_train_length_and_attention():
+    jobs = [_compose(o) for o in _jobs("rnn_vs_attention")]
+    assert {(c.model.attention, c.data.train_max_len) for c in jobs} == \
+        {("none", 30), ("none", 50), ("bahdanau", 30), ("bahdanau", 50)}
+    assert all(c.data.max_src_len is None for c in jobs), "the test set must stay whole"
+    gpu = [_compose(o) for o in _jobs("rnn_vs_attention_gpu")]
+    assert {(c.model.embed_dim, c.model.hidden_size) for c in gpu} == {(620, 1000)}
+
+
+def test_luong_variants_have_equal_size():
+    jobs = [_compose(o) for o in _jobs("luong_variants")]
+    shapes = {(c.model.cell, c.model.embed_dim, c.model.hidden_size, c.model.encoder_layers, c.model.decoder_layers,
+               c.model.bidirectional) for c in jobs}
+    assert len(shapes) == 1
+
+
+@pytest.mark.parametrize("experiment, vocab", [("arch_comparison", 1500), ("arch_comparison_gpu", 32000)])
+def test_arch_comparison_matches_parameters(experiment, vocab):
+    from seqbench.run import model_config
+    from seqbench.sizing import count_parameters
+
+    counts, seeds = {}, set()
+    for overrides in _jobs(experiment):
+        cfg = _compose(overrides)
+        seeds.add(cfg.seed)
+        if cfg.model.name in counts:
+            continue
+        sized = model_config(cfg, vocab, vocab)
+        counts[cfg.model.name] = count_parameters(sized, vocab, vocab)
+    budget = _compose([f"experiment={experiment}"]).compare.param_budget
+    assert seeds == {1, 2, 3} and set(counts) == {"transformer", "rnn", "cnn"}
+    for name, count in counts.items():
+        assert abs(count - budget) <= TOLERANCE * budget, f"{name}: {count:,} vs {budget:,}"
+
+
+def test_default_label_is_the_model_preset():
+    cfg = _compose(["model=rnnsearch_small"], hydra_config=True)
+    from hydra.core.hydra_config import HydraConfig
+
+    HydraConfig.instance().set_config(cfg)  # what @hydra.main does, so ${hydra:...} resolves
+    assert OmegaConf.select(cfg, "compare.label") == "rnnsearch_small"
+    assert cfg.compare.param_budget is None
+
+
+def test_built_model_of_a_preset_job_runs():
+    from seqbench.run import build_model
+
+    cfg = _compose(_jobs("arch_comparison")[0])
+    torch.manual_seed(0)
+    model = build_model(cfg, 60, 70).eval()
+    assert model.num_parameters() > 0

@@ -1,0 +1,81 @@
+"""End to end: a tiny `python train.py -m` over the three architectures records every measurement, leaves what the
+report needs in each run directory, and `python -m seqbench.report` builds the comparison from them."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from test_train_cli import ROOT, TINY
+
+MEASURE = ["measure.peak_flops_seconds=0.1", "measure.decode_sentences=5", "trainer.val_check_interval=2",
+           "compare.param_budget=200000"]  # every family resized to 200k parameters
+
+
+@pytest.fixture(scope="module")
+def multirun(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("measure")
+    env = dict(os.environ, OMP_NUM_THREADS="1", HYDRA_FULL_ERROR="1", WANDB_MODE="offline")
+    args = [sys.executable, str(ROOT / "train.py"), "-m", f"paths.cache_dir={tmp / 'cache'}",
+            f"hydra.sweep.dir={tmp / 'multi'}", *TINY, *MEASURE, "model=transformer,rnn,cnn"]
+    proc = subprocess.run(args, cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return tmp / "multi"
+
+
+def test_results_record_every_measurement(multirun):
+    labels = set()
+    for job in ("0", "1", "2"):
+        results = json.loads((multirun / job / "results.json").read_text())
+        labels.add(results["label"])
+        assert abs(results["parameters"] - 200_000) <= 20_000 and results["model"]["param_budget"] == 200_000
+        for split in ("valid", "test"):
+            buckets = results[split]["bleu_by_length"]
+            assert [b["bucket"] for b in buckets] == ["1-10", "11-20", "21-30", "31-40", "41-50", "51-60", "61+"]
+            assert sum(b["sentences"] for b in buckets) == results[split]["n_sentences"]
+        tput = results["throughput"]
+        assert tput["steps_per_s"] > 0 and tput["tokens_seen"] > 0 and tput["mean_src_tokens"] > 0
+        decoding = results["decoding"]
+        assert decoding["greedy"]["beam_size"] == 1 and decoding["beam"]["beam_size"] == 2
+        assert decoding["beam"]["sentences"] == 5 and decoding["beam"]["sentences_per_s"] > 0
+        flops = results["flops"]
+        assert set(flops["peak_flops_per_s"]) == {"float32", "bfloat16"} and flops["peak_dtype"] == "float32"
+        assert 0 < flops["mfu"] < 1 and flops["train_per_target_token"] == 3 * flops["forward_per_target_token"]
+        assert results["memory"]["cpu_rss_peak_mb"] > 0 and results["memory"]["cuda_max_allocated_mb"] is None
+        assert results["device"] == "cpu"
+    assert labels == {"transformer", "rnn", "cnn"}
+
+
+def test_run_directory_holds_what_the_report_needs(multirun):
+    from seqbench.attention_maps import load_attention
+
+    shapes = {}
+    for job in ("0", "1", "2"):
+        run = multirun / job
+        n = json.loads((run / "results.json").read_text())["test"]["n_sentences"]
+        for name in ("hypotheses", "references", "sources"):
+            assert (run / f"{name}.test.txt").read_text().count("\n") == n
+        saved = load_attention(run / "attention.pt")
+        example = saved["examples"][0]
+        attention = example["attention"]
+        assert attention.shape[2:] == (len(example["tgt_tokens"]), len(example["src_tokens"]))
+        assert example["tgt_tokens"][-1] == "<eos>"
+        shapes[saved["model"]] = tuple(attention.shape[:2])
+        with (run / "csv" / "metrics.csv").open() as f:
+            rows = [r for r in csv.DictReader(f) if r.get("val/tokens_seen")]
+        assert rows and all(r["val/bleu"] and float(r["val/train_seconds"]) > 0 for r in rows)
+    assert shapes["rnn"] == (1, 1) and shapes["cnn"] == (4, 1) and shapes["transformer"][0] == 3
+
+
+def test_report_on_the_multirun(multirun):
+    proc = subprocess.run([sys.executable, "-m", "seqbench.report", str(multirun), "--bootstrap", "100"],
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = (multirun / "report" / "report.md").read_text()
+    assert all(f"| {label} |" in text for label in ("transformer", "rnn", "cnn"))
+    assert {"attention_transformer_0.png", "attention_rnn_0.png", "attention_cnn_0.png"} <= \
+        {p.name for p in (multirun / "report").glob("*.png")}

@@ -1,0 +1,82 @@
+"""`python -m seqbench.report` on synthetic run directories: grouping, table, significance, plots, CLI."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from report_fixtures import MODELS, make_multirun
+from seqbench.report import group_by_label, load_runs, significance, summary_rows, write_report
+from seqbench.report.__main__ import main
+
+
+@pytest.fixture(scope="module")
+def multirun(tmp_path_factory):
+    return make_multirun(tmp_path_factory.mktemp("multirun"))
+
+
+def test_runs_are_found_recursively_and_grouped_by_label(multirun):
+    runs = load_runs([multirun])
+    assert len(runs) == 9
+    groups = group_by_label(runs)
+    assert list(groups) == ["transformer", "rnnsearch", "rnnencdec"]  # best mean test BLEU first
+    assert all([r.seed for r in members] == [1, 2, 3] for members in groups.values())
+    assert len(load_runs([multirun / "0", multirun / "0" / "results.json"])) == 1  # no duplicates
+
+
+def test_summary_rows_average_over_seeds(multirun):
+    groups = group_by_label(load_runs([multirun]))
+    rows = summary_rows(groups)
+    transformer = rows[0]
+    bleus = [r.results["test"]["bleu"] for r in groups["transformer"]]
+    mean, std, n = transformer["bleu"]
+    assert n == 3 and mean == pytest.approx(sum(bleus) / 3) and std > 0
+    assert transformer["family"] == "transformer" and transformer["beam_size"] == 4
+    assert transformer["mfu"][0] == pytest.approx(100 * sum(r.results["flops"]["mfu"] for r in groups["transformer"])
+                                                  / 3)
+
+
+def test_significance_pairs_seeds(multirun):
+    groups = group_by_label(load_runs([multirun]))
+    tests = significance(groups, n_samples=100)
+    assert set(tests) == {("transformer", "rnnsearch"), ("transformer", "rnnencdec"), ("rnnsearch", "rnnencdec")}
+    for pair in tests.values():
+        assert [t["seeds"] for t in pair] == [(1, 1), (2, 2), (3, 3)]
+        assert all(0 < t["p_value"] < 0.05 for t in pair)  # the fixture's models differ widely
+
+
+def test_report_files(multirun, tmp_path):
+    path = write_report([multirun], tmp_path / "out", n_samples=100)
+    text = path.read_text()
+    table = [line for line in text.splitlines() if line.startswith("| ")]
+    header = table[0]
+    assert "BLEU" in header and "p vs transformer" in header and "MFU %" in header and "beam sent/s" in header
+    rows = {line.split("|")[1].strip(): line for line in table[1:4]}
+    assert set(rows) == set(MODELS)
+    assert re.search(r"\d+\.\d\d ± \d+\.\d\d", rows["rnnsearch"])  # mean ± std over seeds
+    assert re.search(r"\| 0\.0\d\d \|$", rows["rnnsearch"]) and rows["transformer"].endswith("| — |")
+    assert "## BLEU by source sentence length" in text and "61+" in text
+    pngs = {p.name for p in (tmp_path / "out").glob("*.png")}
+    assert {"bleu_by_length.png", "learning_curves.png", "throughput.png"} <= pngs
+    # attention maps for the models that have attention, none for RNNencdec (attention none)
+    assert {"attention_transformer_0.png", "attention_rnnsearch_1.png"} <= pngs
+    assert not any(name.startswith("attention_rnnencdec") for name in pngs)
+    assert all((tmp_path / "out" / name).stat().st_size > 1000 for name in pngs)
+
+
+def test_runs_without_common_test_set_are_not_paired(tmp_path):
+    a = make_multirun(tmp_path / "a", labels=("transformer",), seeds=(1,), n_sentences=30)
+    b = make_multirun(tmp_path / "b", labels=("rnnsearch",), seeds=(1,), n_sentences=40)
+    groups = group_by_label(load_runs([a, b]))
+    assert significance(groups, n_samples=50) == {}
+    text = write_report([a, b], tmp_path / "out", n_samples=50).read_text()
+    assert "| n/a |" in text
+
+
+def test_cli_default_output_and_errors(multirun, tmp_path, capsys):
+    single = multirun / "3"
+    assert main([str(single), "--bootstrap", "50"]) == 0
+    assert (single / "report" / "report.md").is_file()
+    assert capsys.readouterr().out.strip().endswith("report.md")
+    assert main([str(tmp_path / "missing")]) == 2
+    assert "error:" in capsys.readouterr().err
