@@ -44,8 +44,10 @@ class Seq2SeqDataModule(L.LightningDataModule):
         self.raw_sizes: dict[str, int] = {}      # pairs per split before the length filters
 
     def prepare_data(self) -> None:
-        # Runs on one process per node before `setup`: build the cached corpus and tokenizer there, exactly once.
-        self._load()
+        # Runs on one process per node before `setup` (and again before every trainer.validate/test): build the
+        # cached corpus and tokenizer there, once per process.
+        if not self.encoded:
+            self._load()
 
     def setup(self, stage: str | None = None) -> None:
         if not self.encoded:
