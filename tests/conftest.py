@@ -1,9 +1,8 @@
-"""Shared fixtures: tiny model configs for the contract tests, and a tiny synthetic corpus cached once per session."""
+"""Shared test setup: thread count and the tiny model configs that the contract and overfit tests run over."""
 from __future__ import annotations
 
 import os
 
-import pytest
 import torch
 
 torch.set_num_threads(int(os.environ.get("SEQBENCH_TEST_THREADS", "2")))
@@ -51,11 +50,3 @@ def build_tiny_model(case: str, src_vocab: int = 40, tgt_vocab: int = 45, **over
     cfg = dict(MODEL_CASES[case], **overrides)
     torch.manual_seed(0)
     return instantiate(cfg, src_vocab_size=src_vocab, tgt_vocab_size=tgt_vocab).eval()
-
-
-TINY_CORPUS = {"train_size": 300, "valid_per_bucket": 2, "test_per_bucket": 2, "clause_count_weights": [1.0]}
-
-
-@pytest.fixture(scope="session")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("seqbench-cache")

@@ -9,7 +9,7 @@ from seqbench.data.stats import BUCKET_LABELS
 
 def tiny(cache_dir) -> list[str]:
     return ["data.corpus.train_size=200", "data.corpus.valid_per_bucket=2", "data.corpus.test_per_bucket=3",
-            "+data.corpus.clause_count_weights=[1.0,1.0]", "data.vocab_size=64", f"paths.cache_dir={cache_dir}"]
+            "data.vocab_size=64", f"paths.cache_dir={cache_dir}"]
 
 
 def test_describe_json(tmp_path, capsys):

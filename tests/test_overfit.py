@@ -32,27 +32,38 @@ class MemoryCorpus:
         return DatasetDict(train=data, valid=data, test=data)
 
 
-# Width and steps per family: tiny, but with enough capacity to memorise.
+# Width, learning rate and updates per family: tiny, but with enough capacity to memorise.
 OVERFIT = {
-    "transformer": dict(d_model=64, d_ff=128, encoder_layers=2, decoder_layers=2, n_heads=4),
-    "rnn": dict(embed_dim=64, hidden_size=64),
-    "cnn": dict(embed_dim=64, encoder_layers=[[64, 3]] * 2, decoder_layers=[[64, 3]] * 2),
+    "transformer": (dict(d_model=64, d_ff=128, encoder_layers=2, decoder_layers=2, n_heads=4), 3e-3, 400),
+    "rnn": (dict(embed_dim=64, hidden_size=64, encoder_layers=1, decoder_layers=1), 5e-3, 600),
+    "cnn": (dict(embed_dim=64, encoder_layers=[[64, 3]] * 2, decoder_layers=[[64, 3]] * 2), 3e-3, 400),
 }
+# Luong's attention-fed decoders (global attention after the step, input feeding) need a larger step and more updates
+# on these 64 pairs than Bahdanau's: measured 31-86 BLEU after 600 updates at lr 5e-3 / 1e-2.
+LUONG = (1e-2, 1200)
+# One case per family and the two attention settings of the Bahdanau figure stay in the fast tier; the other variants
+# (same code paths with another score function or cell) run with `pytest -m slow`.
+FAST = {"transformer", "rnn_none", "rnn_bahdanau", "cnn"}
+CASES = [c if c in FAST else pytest.param(c, marks=pytest.mark.slow)
+         for c in sorted(MODEL_CASES) if not c.startswith("transformer_")]
 
 
-@pytest.mark.parametrize("case", sorted(c for c in MODEL_CASES if not c.startswith("transformer_")))
+@pytest.mark.parametrize("case", CASES)
 def test_overfits_64_pairs(case, tmp_path):
     L.seed_everything(0, verbose=False)
     family = case.split("_")[0]
     datamodule = Seq2SeqDataModule(MemoryCorpus(), str(tmp_path / "cache"), vocab_size=400, max_tokens=512)
     datamodule.setup()
-    cfg = dict(MODEL_CASES[case], **OVERFIT[family], dropout=0.0)
+    sizes, lr, steps = OVERFIT[family]
+    if "luong" in case:
+        lr, steps = LUONG
+    cfg = dict(MODEL_CASES[case], **sizes, dropout=0.0)
     model = instantiate(cfg, src_vocab_size=datamodule.tokenizers.src_vocab_size,
                         tgt_vocab_size=datamodule.tokenizers.tgt_vocab_size)
-    module = Seq2SeqModule(model, optimizer=lambda p: torch.optim.Adam(p, lr=3e-3),
+    module = Seq2SeqModule(model, optimizer=lambda p: torch.optim.Adam(p, lr=lr),
                            scheduler=lambda o: constant(o, warmup_steps=20), label_smoothing=0.0,
                            decoding={"beam_size": 2}, val_bleu=False)
-    trainer = L.Trainer(max_steps=400, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+    trainer = L.Trainer(max_steps=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, limit_val_batches=0, gradient_clip_val=1.0,
                         default_root_dir=tmp_path, use_distributed_sampler=False)
     trainer.fit(module, datamodule=datamodule)

@@ -78,3 +78,11 @@ def test_long_distance_agreement_and_reordering():
         predicate = gen.predicate(subject, depth=0)
         endings.add(predicate.tgt[-1][-2:])
     assert len(endings) == 3  # three genders, three verb endings
+
+
+def test_unreachable_length_bucket_is_a_config_error():
+    from seqbench.config_check import ConfigError
+
+    with pytest.raises(ConfigError, match="61-10000"):
+        generate_splits(GrammarConfig(clause_count_weights=(1.0,), train_size=10, valid_per_bucket=1,
+                                      test_per_bucket=1))

@@ -17,6 +17,10 @@ TINY = ["data.corpus.train_size=120", "data.corpus.valid_per_bucket=1", "data.co
 TINY_MODELS = {
     "transformer": ["model=transformer", "model.d_model=32", "model.n_heads=2", "model.d_ff=64",
                     "model.encoder_layers=1", "model.decoder_layers=1"],
+    **{f"rnn_{attention}": ["model=rnn", f"model.attention={attention}", "model.embed_dim=32", "model.hidden_size=32"]
+       for attention in ("none", "bahdanau", "luong_dot", "luong_general", "luong_concat")},
+    "cnn": ["model=cnn", "model.embed_dim=32", "model.out_embed_dim=32", "model.encoder_layers=[[32,3]]",
+            "model.decoder_layers=[[32,3]]"],
 }
 
 
@@ -33,7 +37,7 @@ def test_train_writes_results(tmp_path, model):
     proc = train(tmp_path, *TINY, *TINY_MODELS[model])
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert results["schema_version"] == 1 and results["model"]["name"] == model
+    assert results["schema_version"] == 1 and results["model"]["name"] == model.split("_")[0]
     for split in ("valid", "test"):
         assert 0 <= results[split]["bleu"] <= 100 and "tok:13a" in results[split]["bleu_signature"]
     assert results["parameters"] > 0 and results["throughput"]["target_tokens_per_s"] > 0

@@ -24,6 +24,8 @@ import json
 import random
 from dataclasses import asdict, dataclass, field
 
+from seqbench.config_check import ConfigError
+
 LENGTH_BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 50), (51, 60), (61, 10_000))
 
 _SRC_ONSETS = "b d f g k l m n p r t v br dr fl gr pl st tr".split()
@@ -260,6 +262,9 @@ def bucket_of(n_words: int, buckets=LENGTH_BUCKETS) -> int:
     raise ValueError(f"length {n_words} is outside every bucket {buckets}")
 
 
+_MAX_ATTEMPTS_PER_SENTENCE = 2000  # the long-tail buckets fill slowly; past this a bucket is out of reach
+
+
 def generate_splits(cfg: GrammarConfig) -> dict[str, list[dict]]:
     """Train is sampled from the natural length distribution; valid and test are stratified by length bucket.
 
@@ -274,7 +279,9 @@ def generate_splits(cfg: GrammarConfig) -> dict[str, list[dict]]:
         gen = SentenceGenerator(cfg, lexicon, random.Random(cfg.seed * 1000 + offset))
         counts = [0] * len(cfg.length_buckets)
         rows = []
-        while min(counts) < per_bucket:
+        for attempt in range(_MAX_ATTEMPTS_PER_SENTENCE * per_bucket * len(counts)):
+            if min(counts) >= per_bucket:
+                break
             src, tgt = gen.sentence()
             if src in seen:
                 continue
@@ -283,6 +290,10 @@ def generate_splits(cfg: GrammarConfig) -> dict[str, list[dict]]:
                 counts[b] += 1
                 seen.add(src)
                 rows.append({"src": src, "tgt": tgt})
+        else:
+            short = [f"{lo}-{hi}" for (lo, hi), n in zip(cfg.length_buckets, counts) if n < per_bucket]
+            raise ConfigError(f"data.corpus: this grammar (clause_count_weights, max_words) cannot produce "
+                              f"{per_bucket} {name} sentences in the length bucket(s) {', '.join(short)}")
         splits[name] = rows
     gen = SentenceGenerator(cfg, lexicon, random.Random(cfg.seed * 1000))
     train = []
