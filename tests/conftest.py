@@ -50,3 +50,19 @@ def build_tiny_model(case: str, src_vocab: int = 40, tgt_vocab: int = 45, **over
     cfg = dict(MODEL_CASES[case], **overrides)
     torch.manual_seed(0)
     return instantiate(cfg, src_vocab_size=src_vocab, tgt_vocab_size=tgt_vocab).eval()
+
+
+SRC_VOCAB, TGT_VOCAB = 40, 45  # the tiny vocabularies of build_tiny_model and random_batch
+
+
+def random_batch(lengths=(7, 4, 5), tgt_len=6, seed=0):
+    """A padded source batch with the given lengths and a <bos>-initial target batch, seeded."""
+    from seqbench.data.tokenizer import BOS_ID, PAD_ID
+
+    g = torch.Generator().manual_seed(seed)
+    src = torch.full((len(lengths), max(lengths)), PAD_ID)
+    for i, n in enumerate(lengths):
+        src[i, :n] = torch.randint(4, SRC_VOCAB, (n,), generator=g)
+    tgt = torch.randint(4, TGT_VOCAB, (len(lengths), tgt_len), generator=g)
+    tgt[:, 0] = BOS_ID
+    return src, src != PAD_ID, tgt

@@ -11,22 +11,15 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
-from conftest import build_tiny_model
-from seqbench.data.tokenizer import BOS_ID, PAD_ID
+from conftest import SRC_VOCAB, TGT_VOCAB, build_tiny_model, random_batch
+from seqbench.data.tokenizer import PAD_ID
 from seqbench.models.convs2s import ConvS2S
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
-SRC_VOCAB, TGT_VOCAB = 40, 45
 
 
 def _batch(lengths=(7, 4, 5), tgt_len=8, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    src = torch.full((len(lengths), max(lengths)), PAD_ID)
-    for i, n in enumerate(lengths):
-        src[i, :n] = torch.randint(4, SRC_VOCAB, (n,), generator=g)
-    tgt = torch.randint(4, TGT_VOCAB, (len(lengths), tgt_len), generator=g)
-    tgt[:, 0] = BOS_ID
-    return src, src != PAD_ID, tgt
+    return random_batch(lengths, tgt_len, seed)
 
 
 @pytest.mark.parametrize("case", ["cnn", "cnn_kernel5"])

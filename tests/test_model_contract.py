@@ -4,22 +4,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import MODEL_CASES, build_tiny_model
-from seqbench.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from conftest import MODEL_CASES, TGT_VOCAB, build_tiny_model, random_batch
+from seqbench.data.tokenizer import EOS_ID
 from seqbench.decoding import DecodingConfig, beam_search, greedy_search
 
 CASES = sorted(MODEL_CASES)
-SRC_VOCAB, TGT_VOCAB = 40, 45
 
 
 def _batch(lengths=(7, 4, 5), tgt_len=6, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    src = torch.full((len(lengths), max(lengths)), PAD_ID)
-    for i, n in enumerate(lengths):
-        src[i, :n] = torch.randint(4, SRC_VOCAB, (n,), generator=g)
-    tgt = torch.randint(4, TGT_VOCAB, (len(lengths), tgt_len), generator=g)
-    tgt[:, 0] = BOS_ID
-    return src, src != PAD_ID, tgt
+    return random_batch(lengths, tgt_len, seed)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -39,8 +39,9 @@ OVERFIT = {
     "cnn": (dict(embed_dim=64, encoder_layers=[[64, 3]] * 2, decoder_layers=[[64, 3]] * 2), 3e-3, 400),
 }
 # Luong's attention-fed decoders (global attention after the step, input feeding) need a larger step and more updates
-# on these 64 pairs than Bahdanau's: measured 31-86 BLEU after 600 updates at lr 5e-3 / 1e-2.
-LUONG = (1e-2, 1200)
+# on these 64 pairs than Bahdanau's: measured 31-86 BLEU after 600 updates at lr 5e-3 / 1e-2, 88 for the tied
+# luong_general case after 1,200.
+LUONG = (1e-2, 2000)
 # One case per family and the two attention settings of the Bahdanau figure stay in the fast tier; the other variants
 # (same code paths with another score function or cell) run with `pytest -m slow`.
 FAST = {"transformer", "rnn_none", "rnn_bahdanau", "cnn"}
