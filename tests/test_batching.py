@@ -59,3 +59,13 @@ def test_collate_pads_and_shifts():
     assert batch["tgt_in"].tolist() == [[BOS_ID, 4, 5, PAD_ID, PAD_ID], [BOS_ID, 4, 5, 6, 7]]
     assert batch["tgt_out"].tolist() == [[4, 5, EOS_ID, PAD_ID, PAD_ID], [4, 5, 6, 7, EOS_ID]]
     assert batch["tgt_in"].dtype == torch.long
+
+
+def test_every_rank_gets_a_batch_even_when_there_are_fewer_batches_than_ranks(monkeypatch):
+    batches = [[0, 1, 2, 3, 4]]
+    shares = []
+    for rank in range(2):
+        sampler = TokenBudgetBatchSampler(batches, shuffle=False)
+        monkeypatch.setattr(sampler, "_rank_and_world", lambda r=rank: (r, 2))
+        shares.append(list(sampler))
+    assert shares == [[[0, 1]], [[2, 3, 4]]]

@@ -77,3 +77,28 @@ def test_killed_run_resumes_from_last_checkpoint(tmp_path):
     assert "Restoring states from the checkpoint path" in second.stdout + second.stderr
     assert json.loads((run_dir / "results.json").read_text())["train"]["steps"] == 4
     assert not list((run_dir / "checkpoints").glob(".*tmp*")), "no temporary checkpoint files left behind"
+
+
+def test_wandb_logger_runs_offline_without_credentials(tmp_path):
+    """No API key, no network: `logger=wandb` must neither hang nor fail, and leaves an offline run to sync later."""
+    env_home = tmp_path / "home"
+    env_home.mkdir()
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), f"paths.cache_dir={tmp_path / 'cache'}",
+         f"hydra.run.dir={tmp_path / 'run'}", "logger=wandb", *TINY, *TINY_MODELS["transformer"]],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env={k: v for k, v in os.environ.items() if not k.startswith("WANDB_")} | {"HOME": str(env_home),
+                                                                                   "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert list((tmp_path / "run" / "wandb").glob("offline-run-*")), "expected an offline W&B run directory"
+
+
+def test_ddp_on_two_cpu_processes_scores_the_whole_test_set(tmp_path):
+    """Two DDP ranks each decode their share of the test batches; BLEU is computed on the gathered whole."""
+    proc = train(tmp_path, *TINY, *TINY_MODELS["transformer"], "trainer.accelerator=cpu", "trainer.devices=2",
+                 "+trainer.strategy=ddp", "measure.decode_sentences=4")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["test"]["n_sentences"] == results["data"]["sizes"]["test"]
+    hypotheses = (tmp_path / "run" / "hypotheses.test.txt").read_text().splitlines()
+    assert len(hypotheses) == results["data"]["sizes"]["test"]

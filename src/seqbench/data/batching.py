@@ -53,19 +53,30 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         return 0, 1
 
     def _my_batches(self) -> list[list[int]]:
-        order = list(range(len(self.batches)))
+        rank, world = self._rank_and_world()
+        batches = _split_until(self.batches, world)
+        order = list(range(len(batches)))
         if self.shuffle:
             random.Random(self.seed * 100_003 + self.epoch).shuffle(order)
-        rank, world = self._rank_and_world()
         usable = len(order) - len(order) % world if self.shuffle and world > 1 else len(order)
         # Training shards must be equal-sized or DDP ranks deadlock waiting for each other's gradients.
-        return [self.batches[i] for i in order[rank:usable:world]]
+        return [batches[i] for i in order[rank:usable:world]]
 
     def __iter__(self) -> Iterator[list[int]]:
         return iter(self._my_batches())
 
     def __len__(self) -> int:
         return len(self._my_batches())
+
+
+def _split_until(batches: list[list[int]], count: int) -> list[list[int]]:
+    """Halve the largest batches until there are at least `count`: every rank needs a batch, even on a tiny split."""
+    batches = list(batches)
+    while len(batches) < count and max(len(b) for b in batches) > 1:
+        largest = max(range(len(batches)), key=lambda i: len(batches[i]))
+        batch = batches.pop(largest)
+        batches[largest:largest] = [batch[:len(batch) // 2], batch[len(batch) // 2:]]
+    return batches
 
 
 def collate(examples: list[tuple[int, list[int], list[int]]]) -> dict[str, torch.Tensor]:
