@@ -100,12 +100,18 @@ def test_arch_comparison_matches_parameters(experiment, vocab):
         assert abs(count - budget) <= TOLERANCE * budget, f"{name}: {count:,} vs {budget:,}"
 
 
-def test_default_label_is_the_model_preset():
-    cfg = _compose(["model=rnnsearch_small"], hydra_config=True)
+@pytest.mark.parametrize("overrides, label", [
+    (["model=transformer"], "transformer"),
+    (["model=cnn"], "cnn"),
+    (["model=rnnsearch_small"], "rnnsearch_small-bahdanau"),
+    (["model=rnn", "model.attention=luong_dot"], "rnn-luong_dot"),  # an attention sweep is not a seed sweep
+])
+def test_default_label_names_the_model(overrides, label):
+    cfg = _compose(overrides, hydra_config=True)
     from hydra.core.hydra_config import HydraConfig
 
     HydraConfig.instance().set_config(cfg)  # what @hydra.main does, so ${hydra:...} resolves
-    assert OmegaConf.select(cfg, "compare.label") == "rnnsearch_small"
+    assert OmegaConf.select(cfg, "compare.label") == label
     assert cfg.compare.param_budget is None
 
 

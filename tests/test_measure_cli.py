@@ -47,7 +47,7 @@ def test_results_record_every_measurement(multirun):
         assert 0 < flops["mfu"] < 1 and flops["train_per_target_token"] == 3 * flops["forward_per_target_token"]
         assert results["memory"]["cpu_rss_peak_mb"] > 0 and results["memory"]["cuda_max_allocated_mb"] is None
         assert results["device"] == "cpu"
-    assert labels == {"transformer", "rnn", "cnn"}
+    assert labels == {"transformer", "rnn-bahdanau", "cnn"}
 
 
 def test_run_directory_holds_what_the_report_needs(multirun):
@@ -76,6 +76,6 @@ def test_report_on_the_multirun(multirun):
                           capture_output=True, text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = (multirun / "report" / "report.md").read_text()
-    assert all(f"| {label} |" in text for label in ("transformer", "rnn", "cnn"))
-    assert {"attention_transformer_0.png", "attention_rnn_0.png", "attention_cnn_0.png"} <= \
+    assert all(f"| {label} |" in text for label in ("transformer", "rnn-bahdanau", "cnn"))
+    assert {"attention_transformer_0.png", "attention_rnn-bahdanau_0.png", "attention_cnn_0.png"} <= \
         {p.name for p in (multirun / "report").glob("*.png")}

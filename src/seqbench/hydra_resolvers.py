@@ -17,6 +17,13 @@ def wandb_offline() -> bool:
     return not (netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="ignore"))
 
 
+def run_label(model_choice: str, attention: str | None = None) -> str:
+    """A run's default name in reports: the model preset, plus the attention for RNNs, so that a sweep over
+    model.attention does not look like seeds of one model."""
+    return f"{model_choice}-{attention}" if attention else model_choice
+
+
 def register_resolvers() -> None:
-    if not OmegaConf.has_resolver("wandb_offline"):
-        OmegaConf.register_new_resolver("wandb_offline", wandb_offline)
+    for name, resolver in (("wandb_offline", wandb_offline), ("run_label", run_label)):
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, resolver)
