@@ -9,7 +9,7 @@ import hydra
 from omegaconf import DictConfig
 
 from seqbench.config_check import ConfigError, check_group_choices
-from seqbench.errors import InputError
+from seqbench.errors import user_error
 from seqbench.hydra_resolvers import register_resolvers
 
 register_resolvers()
@@ -22,9 +22,7 @@ def main(cfg: DictConfig) -> float | None:
     try:
         results = run(cfg)
     except Exception as error:  # noqa: BLE001 - only the user's own mistakes become one line; the rest re-raises
-        cause = error
-        while cause is not None and not isinstance(cause, (ConfigError, InputError)):
-            cause = cause.__cause__  # Hydra wraps errors raised while instantiating (e.g. a corpus's options)
+        cause = user_error(error)
         if cause is None:
             raise
         print(f"error: {cause}", file=sys.stderr)

@@ -102,8 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from seqbench.config_check import ConfigError
-    from seqbench.errors import InputError
+    from seqbench.errors import user_error
 
     try:
         cfg = compose_config(overrides)
@@ -112,14 +111,12 @@ def main(argv: list[str] | None = None) -> int:
         datamodule = instantiate(cfg.data)
         datamodule.prepare_data()
         report = describe(datamodule)
-    except (ConfigError, InputError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except (HydraException, OmegaConfBaseException) as error:
-        cause = error.__cause__
-        if isinstance(cause, (ConfigError, InputError)):
-            error = cause
-        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+    except (HydraException, OmegaConfBaseException, ValueError) as error:
+        cause = user_error(error)
+        if cause is None and not isinstance(error, (HydraException, OmegaConfBaseException)):
+            raise
+        # Hydra's own composition errors (e.g. an unknown data=...) span lines: fold them into one.
+        print(f"error: {' '.join(str(cause or error).split())}", file=sys.stderr)
         return 2
     if as_json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
