@@ -65,6 +65,27 @@ def test_sweep_jobs_compose_and_validate(experiment):
         assert cfg.data.corpus._target_ == "seqbench.data.corpus.SyntheticCorpus"
 
 
+# Per-run time beyond trainer.max_time on the reference 2-core CPU: startup, the final validation, test decoding of
+# the 1,050-sentence synthetic test set and the throughput measurements. Measured: 36-42 s for RNN runs; a model
+# that translates badly takes longer (129 s for a 16-BLEU Transformer whose beam hypotheses ran to the length limit),
+# so this checks the budget arithmetic; the README gives the measured wall time of each preset.
+RUN_OVERHEAD_S = 40
+CPU_PRESET_LIMIT_S = 45 * 60  # every CPU preset finishes on the synthetic task in under 45 minutes
+
+
+def _seconds(max_time: str) -> int:
+    days, hours, minutes, seconds = (int(part) for part in max_time.split(":"))
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+@pytest.mark.parametrize("experiment", [e for e in EXPERIMENTS if not e.endswith("_gpu")])
+def test_cpu_preset_fits_its_time_limit(experiment):
+    jobs = [_compose(o) for o in _jobs(experiment)]
+    assert all(c.trainer.max_time for c in jobs), "a CPU preset is bounded by wall time"
+    total = sum(_seconds(c.trainer.max_time) + RUN_OVERHEAD_S for c in jobs)
+    assert total <= CPU_PRESET_LIMIT_S, f"{experiment}: {len(jobs)} runs need about {total / 60:.0f} minutes"
+
+
 def test_rnn_vs_attention_sweeps_train_length_and_attention():
     jobs = [_compose(o) for o in _jobs("rnn_vs_attention")]
     assert {(c.model.attention, c.data.train_max_len) for c in jobs} == \
