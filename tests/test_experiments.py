@@ -86,6 +86,16 @@ def test_cpu_preset_fits_its_time_limit(experiment):
     assert total <= CPU_PRESET_LIMIT_S, f"{experiment}: {len(jobs)} runs need about {total / 60:.0f} minutes"
 
 
+def test_a_misplaced_measure_key_is_rejected():
+    from seqbench.config_check import ConfigError
+
+    cfg = _compose([])
+    OmegaConf.set_struct(cfg, False)
+    cfg.measure.max_epochs = -1  # a trainer key indented under measure: in a preset
+    with pytest.raises(ConfigError, match=r"^measure.max_epochs: unknown key"):
+        validate(cfg)
+
+
 def test_rnn_vs_attention_sweeps_train_length_and_attention():
     jobs = [_compose(o) for o in _jobs("rnn_vs_attention")]
     assert {(c.model.attention, c.data.train_max_len) for c in jobs} == \

@@ -10,6 +10,10 @@ from omegaconf import DictConfig
 MODELS = ("transformer", "rnn", "cnn")
 RNN_CELLS = ("gru", "lstm")
 RNN_ATTENTION = ("none", "bahdanau", "luong_dot", "luong_general", "luong_concat")
+# The keys run.py reads from `measure:`; a preset that merges another key there (a misplaced line) is a mistake
+# Hydra cannot see, because presets may add keys.
+MEASURE_KEYS = ("length_buckets", "decode_sentences", "decode_warmup_batches", "peak_flops_seconds",
+                "attention_examples")
 
 
 class ConfigError(ValueError):
@@ -86,6 +90,8 @@ def validate(cfg: DictConfig) -> None:
     _require(isinstance(alpha, (int, float)) and alpha >= 0,
              f"module.decoding.length_penalty={alpha!r}: must be >= 0")
     _positive_int(cfg, "compare.param_budget", allow_none=True)
+    unknown = sorted(set(_get(cfg, "measure", {})) - set(MEASURE_KEYS))
+    _require(not unknown, f"measure.{', measure.'.join(unknown)}: unknown key (known: {', '.join(MEASURE_KEYS)})")
     _positive_int(cfg, "measure.decode_sentences", allow_none=True)
     edges = _get(cfg, "measure.length_buckets")
     _require(edges is not None and all(isinstance(e, int) and e > 0 for e in edges)
