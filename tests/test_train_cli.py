@@ -79,6 +79,25 @@ def test_killed_run_resumes_from_last_checkpoint(tmp_path):
     assert not list((run_dir / "checkpoints").glob(".*tmp*")), "no temporary checkpoint files left behind"
 
 
+def test_train_false_evaluates_the_given_checkpoint(tmp_path):
+    trained = train(tmp_path, *TINY, *TINY_MODELS["rnn_bahdanau"], run_dir=tmp_path / "trained")
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    last = tmp_path / "trained" / "checkpoints" / "last.ckpt"  # the weights the trained run tested (no validation ran)
+    evaluated = train(tmp_path, *TINY, *TINY_MODELS["rnn_bahdanau"], "train=false", f"ckpt_path={last}",
+                      run_dir=tmp_path / "evaluated")
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    # the same weights decode the same test hypotheses (an untrained model would not)
+    assert ((tmp_path / "evaluated" / "hypotheses.test.txt").read_text()
+            == (tmp_path / "trained" / "hypotheses.test.txt").read_text())
+    assert json.loads((tmp_path / "evaluated" / "results.json").read_text())["train"]["best_checkpoint"] == str(last)
+
+
+def test_train_false_without_a_checkpoint_is_one_line_error(tmp_path):
+    proc = train(tmp_path, *TINY, *TINY_MODELS["transformer"], "train=false")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("error: ") and "ckpt_path" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_wandb_logger_runs_offline_without_credentials(tmp_path):
     """No API key, no network: `logger=wandb` must neither hang nor fail, and leaves an offline run to sync later."""
     env_home = tmp_path / "home"

@@ -102,6 +102,9 @@ def run(cfg: DictConfig) -> dict:
         torch.set_num_threads(cfg.threads)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     run_dir = Path(cfg.paths.output_dir)
+    checkpoint_in = _resume_checkpoint(cfg, run_dir)
+    if not cfg.get("train", True) and checkpoint_in is None:
+        raise InputError("train=false evaluates a trained model: set ckpt_path=<file.ckpt>")
 
     datamodule = instantiate(cfg.data)
     datamodule.prepare_data()
@@ -117,11 +120,13 @@ def run(cfg: DictConfig) -> dict:
 
     fit_started = time.perf_counter()
     if cfg.get("train", True):
-        trainer.fit(module, datamodule=datamodule, ckpt_path=_resume_checkpoint(cfg, run_dir))
+        trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint_in)
+        checkpoint = trainer.checkpoint_callback
+        best = checkpoint.best_model_path if checkpoint is not None and checkpoint.best_model_path else None
+    else:
+        best = checkpoint_in  # evaluate exactly the checkpoint given
     fit_seconds = time.perf_counter() - fit_started
 
-    checkpoint = trainer.checkpoint_callback
-    best = checkpoint.best_model_path if checkpoint is not None and checkpoint.best_model_path else None
     module.val_bleu = True  # final scores always include BLEU, whatever was monitored during training
     trainer.validate(module, datamodule=datamodule, ckpt_path=best, verbose=False)
     if cfg.get("test", True):
