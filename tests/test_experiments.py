@@ -101,6 +101,10 @@ def test_rnn_vs_attention_sweeps_train_length_and_attention():
     assert {(c.model.attention, c.data.train_max_len) for c in jobs} == \
         {("none", 30), ("none", 50), ("bahdanau", 30), ("bahdanau", 50)}
     assert all(c.data.max_src_len is None for c in jobs), "the test set must stay whole"
+    assert len({(c.model.embed_dim, c.model.hidden_size) for c in jobs}) == 1, "RNNenc and RNNsearch differ in width"
+    for c in jobs:  # an update budget: the lr reaches its floor at the last update, and those weights are validated
+        assert c.scheduler.total_steps == c.trainer.max_steps > 0
+        assert c.trainer.check_val_every_n_epoch is None and c.trainer.max_steps % c.trainer.val_check_interval == 0
     gpu = [_compose(o) for o in _jobs("rnn_vs_attention_gpu")]
     assert {(c.model.embed_dim, c.model.hidden_size) for c in gpu} == {(620, 1000)}
 
