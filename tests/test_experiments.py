@@ -87,7 +87,7 @@ def test_cpu_preset_fits_its_time_limit(experiment):
 
 
 def test_a_misplaced_measure_key_is_rejected():
-    from seqbench.config_check import ConfigError
+    from seqbench.errors import ConfigError
 
     cfg = _compose([])
     OmegaConf.set_struct(cfg, False)

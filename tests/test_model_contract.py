@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from conftest import MODEL_CASES, TGT_VOCAB, build_tiny_model, random_batch
+
 from seqbench.data.tokenizer import EOS_ID
 from seqbench.decoding import DecodingConfig, beam_search, greedy_search
 
@@ -122,5 +122,21 @@ def test_attention_weights_are_distributions(case):
     assert attention[pad].abs().max() == 0
     torch.testing.assert_close(attention.sum(-1), torch.ones_like(attention.sum(-1)), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(logits, model.decode(tgt, enc), atol=1e-5, rtol=1e-5)
-    _, _, step_attention = model.decode_step(tgt[:, 0], enc, model.init_state(enc))
+    _, _, step_attention = model.decode_step(tgt[:, 0], enc, model.init_state(enc), need_attention=True)
     torch.testing.assert_close(step_attention, attention[:, :, :, 0], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_decode_step_returns_attention_only_when_asked(case):
+    """Search never asks, so the Transformer stays on fused attention; asking changes nothing but the third output."""
+    model = build_tiny_model(case)
+    src, mask, tgt = _batch()
+    enc = model.encode(src, mask)
+    plain, asked = model.init_state(enc), model.init_state(enc)
+    for t in range(tgt.size(1)):
+        logits, plain, none = model.decode_step(tgt[:, t], enc, plain)
+        logits_asked, asked, attention = model.decode_step(tgt[:, t], enc, asked, need_attention=True)
+        assert none is None
+        torch.testing.assert_close(logits, logits_asked, atol=1e-5, rtol=1e-5)
+        if model.decode(tgt, enc, return_attention=True)[1] is not None:
+            assert attention.dim() == 4 and attention.shape[0] == 3 and attention.shape[-1] == src.size(1)

@@ -99,8 +99,8 @@ def test_bahdanau_scores_previous_state_luong_current():
     for kind in ("bahdanau", "luong_dot", "luong_general", "luong_concat"):
         model = _model(attention=kind)
         enc = model.encode(src, mask)
-        a = model.decode_step(first, enc, model.init_state(enc))[2]
-        b = model.decode_step(other, enc, model.init_state(enc))[2]
+        a = model.decode_step(first, enc, model.init_state(enc), need_attention=True)[2]
+        b = model.decode_step(other, enc, model.init_state(enc), need_attention=True)[2]
         assert a.shape == (3, 1, 1, 7)
         assert torch.equal(a, b) == (kind == "bahdanau"), kind
 
@@ -112,7 +112,7 @@ def test_no_attention_returns_none():
     tgt = torch.randint(4, 45, (3, 4))
     logits, attention = model.decode(tgt, enc, return_attention=True)
     assert logits.shape == (3, 4, 45) and attention is None
-    assert model.decode_step(tgt[:, 0], enc, model.init_state(enc))[2] is None
+    assert model.decode_step(tgt[:, 0], enc, model.init_state(enc), need_attention=True)[2] is None
     assert enc["summary"].shape == (3, 24)  # both directions of the top encoder layer
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from seqbench.config_check import ConfigError
+from seqbench.errors import ConfigError
 from seqbench.sizing import TOLERANCE, count_parameters, fit_to_budget
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"

@@ -81,7 +81,7 @@ def test_long_distance_agreement_and_reordering():
 
 
 def test_unreachable_length_bucket_is_a_config_error():
-    from seqbench.config_check import ConfigError
+    from seqbench.errors import ConfigError
 
     with pytest.raises(ConfigError, match="61-10000"):
         generate_splits(GrammarConfig(clause_count_weights=(1.0,), train_size=10, valid_per_bucket=1,

@@ -50,7 +50,7 @@ def test_train_writes_results(tmp_path, model):
 
 @pytest.mark.parametrize("override, key", [
     ("model.n_heads=3", "model.n_heads"),
-    ("model.name=lstm", "model.name"),
+    ("model._target_=seqbench.models.lstm.LSTM", "model._target_"),
     ("model=lstm", "model"),
     ("data.max_tokens=0", "data.max_tokens"),
     ("module.decoding.beam_size=0", "module.decoding.beam_size"),

@@ -17,6 +17,7 @@ import torch
 from seqbench.benchmark import fixed_subset
 from seqbench.data.tokenizer import BOS_ID, EOS
 from seqbench.decoding import DecodingConfig, generate
+from seqbench.io import atomic_torch_save
 from seqbench.models.interface import Seq2Seq
 
 # Sources of 5-25 tokens: long enough to show reordering, short enough for readable axis labels.
@@ -24,15 +25,15 @@ MIN_TOKENS, MAX_TOKENS = 5, 25
 
 
 @torch.no_grad()
-def attention_examples(model: Seq2Seq, datamodule, decoding: DecodingConfig, device: torch.device, n: int,
+def attention_examples(model: Seq2Seq, split, decoding: DecodingConfig, device: torch.device, n: int,
                        context: Callable[[], AbstractContextManager] = nullcontext) -> list[dict]:
-    data, tokenizers = datamodule.encoded["test"], datamodule.tokenizers
-    candidates = [i for i in range(len(data)) if MIN_TOKENS <= len(data.src_ids[i]) <= MAX_TOKENS] \
-        or list(range(len(data)))
+    """`split`: the evaluation split to draw from (seqbench.data.eval_split.EvalSplit)."""
+    candidates = [i for i in range(len(split)) if MIN_TOKENS <= len(split.source_ids(i)) <= MAX_TOKENS] \
+        or list(range(len(split)))
     model.eval()
     examples = []
     for i in [candidates[j] for j in fixed_subset(len(candidates), n)]:
-        src = torch.tensor([data.src_ids[i]], device=device)
+        src = torch.tensor([split.source_ids(i)], device=device)
         mask = torch.ones_like(src, dtype=torch.bool)
         with context():
             hypothesis = generate(model, src, mask, decoding)[0]
@@ -40,21 +41,17 @@ def attention_examples(model: Seq2Seq, datamodule, decoding: DecodingConfig, dev
             _, attention = model.decode(tgt_in, model.encode(src, mask), return_attention=True)
         examples.append({
             "index": i,
-            "source": datamodule.sources("test")[i],
-            "hypothesis": tokenizers.decode_tgt([hypothesis])[0],
-            "src_tokens": [tokenizers.src.id_to_token(t) for t in data.src_ids[i]],
-            "tgt_tokens": [tokenizers.tgt.id_to_token(t) for t in hypothesis] + [EOS],
+            "source": split.sources[i],
+            "hypothesis": split.detokenize([hypothesis])[0],
+            "src_tokens": split.source_pieces(i),
+            "tgt_tokens": split.target_pieces(hypothesis) + [EOS],
             "attention": None if attention is None else attention[0].float().cpu(),  # [L,H,T,S]
         })
     return examples
 
 
 def save_attention(path: str | Path, label: str, model_name: str, examples: list[dict]) -> Path:
-    path = Path(path)
-    tmp = path.with_suffix(".pt.tmp")
-    torch.save({"label": label, "model": model_name, "examples": examples}, tmp)
-    tmp.replace(path)
-    return path
+    return atomic_torch_save({"label": label, "model": model_name, "examples": examples}, path)
 
 
 def load_attention(path: str | Path) -> dict:

@@ -20,7 +20,6 @@ from typing import Callable
 
 import torch
 
-from seqbench.data.batching import collate, token_budget_batches
 from seqbench.decoding import DecodingConfig, generate
 from seqbench.models.interface import Seq2Seq
 
@@ -174,10 +173,7 @@ def fixed_subset(n_total: int, n: int | None) -> list[int]:
     return sorted({math.floor(i * n_total / n) for i in range(n)})
 
 
-def test_batches(datamodule, n_sentences: int | None) -> list[dict]:
-    """The decode benchmark's input: a fixed subset of the test split in token-budget batches like the test pass."""
-    data = datamodule.encoded["test"]
-    subset = fixed_subset(len(data), n_sentences)
-    batches = token_budget_batches([len(data.src_ids[i]) for i in subset], [len(data.tgt_ids[i]) + 1 for i in subset],
-                                   datamodule.eval_max_tokens, datamodule.max_sentences)
-    return [collate([data[subset[j]] for j in batch]) for batch in batches]
+def test_batches(split, n_sentences: int | None) -> list[dict]:
+    """The decode benchmark's input: a fixed subset of an evaluation split (seqbench.data.eval_split.EvalSplit),
+    batched exactly like the test pass."""
+    return split.batches(fixed_subset(len(split), n_sentences))

@@ -1,20 +1,14 @@
 """Lightning callbacks and plugins: training throughput and progress, atomic checkpoint writes."""
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 import lightning as L
-import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
+from seqbench.benchmark import synchronize
 from seqbench.data.tokenizer import PAD_ID
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+from seqbench.io import atomic_torch_save
 
 
 class TrainThroughput(L.Callback):
@@ -46,7 +40,7 @@ class TrainThroughput(L.Callback):
         self._epoch_seconds, self._epoch_batches = 0.0, 0
 
     def _now(self, pl_module) -> float:
-        _synchronize(pl_module.device)
+        synchronize(pl_module.device)
         return time.perf_counter()
 
     def state_dict(self) -> dict:
@@ -117,8 +111,4 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     """Writes to a temporary file in the same folder, then renames: a killed run never leaves a truncated .ckpt."""
 
     def save_checkpoint(self, checkpoint, path, storage_options=None):
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        torch.save(checkpoint, tmp)
-        os.replace(tmp, path)
+        atomic_torch_save(checkpoint, path)

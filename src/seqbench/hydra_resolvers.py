@@ -17,10 +17,12 @@ def wandb_offline() -> bool:
     return not (netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="ignore"))
 
 
-def run_label(model_choice: str, attention: str | None = None) -> str:
-    """A run's default name in reports: the model preset, plus the attention for RNNs, so that a sweep over
-    model.attention does not look like seeds of one model."""
-    return f"{model_choice}-{attention}" if attention else model_choice
+def run_label(model_choice: str, model) -> str:
+    """A run's default name in reports, as the model's family words it from the preset name and the model config
+    (e.g. RNNs add their attention, so that a sweep over model.attention does not look like seeds of one model)."""
+    from seqbench.models.interface import family_of
+
+    return family_of(model).run_label(model_choice, model)
 
 
 def register_resolvers() -> None:

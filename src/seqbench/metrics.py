@@ -9,11 +9,14 @@ from typing import Sequence
 
 from sacrebleu.metrics import BLEU, CHRF
 
-from seqbench.data.synthetic import LENGTH_BUCKETS
-
 # Upper edges (source words) of the BLEU-by-length buckets 1-10, 11-20, ..., 51-60, 61+: the range of Bahdanau et
-# al.'s Fig. 2 and the strata of the synthetic corpus's valid/test splits.
-DEFAULT_LENGTH_EDGES = tuple(hi for _, hi in LENGTH_BUCKETS[:-1])
+# al.'s Fig. 2, and the strata of the synthetic corpus's valid/test splits.
+DEFAULT_LENGTH_EDGES = (10, 20, 30, 40, 50, 60)
+
+
+def word_count(text: str) -> int:
+    """Whitespace-separated words: the unit of every length bucket, length filter and length statistic."""
+    return len(text.split())
 
 
 def _bleu() -> BLEU:
@@ -46,6 +49,10 @@ def length_buckets(edges: Sequence[int] = DEFAULT_LENGTH_EDGES) -> list[tuple[in
     return list(zip(lows, edges + [None]))
 
 
+def bucket_label(lo: int, hi: int | None) -> str:
+    return f"{lo}+" if hi is None else f"{lo}-{hi}"
+
+
 def bucket_index(n_words: int, edges: Sequence[int] = DEFAULT_LENGTH_EDGES) -> int:
     """Index of the bucket holding a sentence of n_words; 0 words (an empty line) counts in the first bucket."""
     for i, edge in enumerate(edges):
@@ -70,7 +77,7 @@ def bleu_by_length(hypotheses: list[str], references: list[str], source_lengths:
     out = []
     for (lo, hi), rows in zip(length_buckets(edges), members):
         bleu = corpus_bleu([hypotheses[i] for i in rows], [references[i] for i in rows])[0] if rows else None
-        out.append({"bucket": f"{lo}+" if hi is None else f"{lo}-{hi}", "min_words": lo, "max_words": hi,
+        out.append({"bucket": bucket_label(lo, hi), "min_words": lo, "max_words": hi,
                     "sentences": len(rows), "bleu": bleu})
     return out
 

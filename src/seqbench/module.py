@@ -13,11 +13,10 @@ import lightning as L
 import torch
 import torch.distributed as dist
 
-from seqbench.data.stats import word_count
 from seqbench.data.tokenizer import PAD_ID
 from seqbench.decoding import DecodingConfig, generate
 from seqbench.losses import label_smoothed_nll
-from seqbench.metrics import DEFAULT_LENGTH_EDGES, bleu_by_length, corpus_bleu, corpus_chrf
+from seqbench.metrics import DEFAULT_LENGTH_EDGES, bleu_by_length, corpus_bleu, corpus_chrf, word_count
 from seqbench.models.interface import Seq2Seq
 
 

@@ -39,10 +39,11 @@ line, same order) and attention.pt (seqbench.attention_maps), so reports need no
 from __future__ import annotations
 
 import json
-import os
 import platform
 from importlib import metadata
 from pathlib import Path
+
+from seqbench.io import atomic_write_text
 
 SCHEMA_VERSION = 1
 _PACKAGES = ("seqbench", "torch", "lightning", "hydra-core", "sacrebleu", "tokenizers", "datasets")
@@ -59,8 +60,5 @@ def library_versions() -> dict[str, str]:
 
 
 def write_results(results: dict, run_dir: str | Path) -> Path:
-    path = Path(run_dir) / "results.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION, **results}, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
-    return path
+    text = json.dumps({"schema_version": SCHEMA_VERSION, **results}, indent=2, default=str) + "\n"
+    return atomic_write_text(Path(run_dir) / "results.json", text)

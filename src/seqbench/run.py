@@ -57,13 +57,14 @@ def measure(cfg: DictConfig, trainer, module, datamodule, throughput: TrainThrou
     model = module.model.to(device)
     out = {"memory": benchmark.peak_memory(device)}
     if cfg.get("test", True):
-        batches = benchmark.test_batches(datamodule, cfg.measure.decode_sentences)
+        test_split = datamodule.evaluation("test")
+        batches = benchmark.test_batches(test_split, cfg.measure.decode_sentences)
         beam, warmup = module.decoding, cfg.measure.decode_warmup_batches
         greedy = benchmark.decode_speed(model, batches, replace(beam, beam_size=1), device, warmup, context)
         out["decoding"] = {"greedy": greedy, "beam": greedy if beam.beam_size == 1 else
                            benchmark.decode_speed(model, batches, beam, device, warmup, context)}
         if cfg.measure.attention_examples and trainer.is_global_zero:
-            examples = attention_examples(model, datamodule, beam, device, cfg.measure.attention_examples, context)
+            examples = attention_examples(model, test_split, beam, device, cfg.measure.attention_examples, context)
             save_attention(Path(cfg.paths.output_dir) / "attention.pt", cfg.compare.label, cfg.model.name, examples)
     summary = throughput.summary(trainer.world_size) if throughput else {}
     if summary.get("measured_steps"):
@@ -109,9 +110,8 @@ def run(cfg: DictConfig) -> dict:
     datamodule = instantiate(cfg.data)
     datamodule.prepare_data()
     datamodule.setup("fit")
-    tokenizers = datamodule.tokenizers
-    model_cfg = model_config(cfg, tokenizers.src_vocab_size, tokenizers.tgt_vocab_size)
-    model = instantiate_model(model_cfg, tokenizers.src_vocab_size, tokenizers.tgt_vocab_size)
+    model_cfg = model_config(cfg, *datamodule.vocab_sizes)
+    model = instantiate_model(model_cfg, *datamodule.vocab_sizes)
     module = instantiate(cfg.module, model=model, _convert_="all")
 
     callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None]
@@ -142,9 +142,7 @@ def run(cfg: DictConfig) -> dict:
         "model": {"name": cfg.model.name, "class": cfg.model._target_, "config": model_cfg,
                   "param_budget": cfg.compare.param_budget},
         "parameters": model.num_parameters(),
-        "data": {"corpus": datamodule.corpus.name, "src_vocab_size": tokenizers.src_vocab_size,
-                 "tgt_vocab_size": tokenizers.tgt_vocab_size,
-                 "sizes": {s: len(d) for s, d in datamodule.encoded.items()}, "filtered": datamodule.filter_counts},
+        "data": datamodule.summary(),
         **scores,
         "throughput": throughput.summary(trainer.world_size) if throughput else {},
         **measurements,

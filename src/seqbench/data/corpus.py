@@ -5,25 +5,22 @@ A corpus is any object with a `name` and `load(cache_dir) -> DatasetDict`; the d
 """
 from __future__ import annotations
 
-import shutil
 from dataclasses import fields
 from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
-from seqbench.config_check import ConfigError
 from seqbench.data.synthetic import GrammarConfig, generate_splits
+from seqbench.errors import ConfigError
+from seqbench.io import atomic_path
 
 SPLITS = ("train", "valid", "test")
 
 
 def save_atomically(dataset: DatasetDict, path: Path) -> None:
     """Write to a sibling folder, then rename: a killed run leaves either the old cache or none, never half of one."""
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    dataset.save_to_disk(str(tmp))
-    shutil.rmtree(path, ignore_errors=True)
-    tmp.rename(path)
+    with atomic_path(path) as tmp:
+        dataset.save_to_disk(str(tmp))
 
 
 class SyntheticCorpus:

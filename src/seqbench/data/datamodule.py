@@ -5,25 +5,16 @@ import logging
 from pathlib import Path
 
 import lightning as L
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 from seqbench.data.batching import TokenBudgetBatchSampler, collate, token_budget_batches
 from seqbench.data.corpus import SPLITS
+from seqbench.data.eval_split import EncodedSplit, EvalSplit
 from seqbench.data.tokenizer import TokenizerPair
 from seqbench.errors import InputError
+from seqbench.metrics import word_count
 
 log = logging.getLogger(__name__)
-
-
-class _EncodedSplit(Dataset):
-    def __init__(self, src_ids: list[list[int]], tgt_ids: list[list[int]]):
-        self.src_ids, self.tgt_ids = src_ids, tgt_ids
-
-    def __len__(self) -> int:
-        return len(self.src_ids)
-
-    def __getitem__(self, i: int):
-        return i, self.src_ids[i], self.tgt_ids[i]
 
 
 class Seq2SeqDataModule(L.LightningDataModule):
@@ -39,7 +30,7 @@ class Seq2SeqDataModule(L.LightningDataModule):
         self.train_max_len, self.max_src_len, self.max_tgt_len = train_max_len, max_src_len, max_tgt_len
         self.tokenizers: TokenizerPair | None = None
         self.text: dict[str, dict[str, list[str]]] = {}
-        self.encoded: dict[str, _EncodedSplit] = {}
+        self.encoded: dict[str, EncodedSplit] = {}
         self.filter_counts: dict[str, int] = {}  # pairs removed by the length filters, per split
         self.raw_sizes: dict[str, int] = {}      # pairs per split before the length filters
 
@@ -56,7 +47,7 @@ class Seq2SeqDataModule(L.LightningDataModule):
     def _keep(self, split: str, src: str, tgt: str) -> bool:
         """Drops empty pairs and applies the word-count filters; `train_max_len` applies to training data only
         (the RNNenc-30/50 experiments train on short sentences and test on all)."""
-        n_src, n_tgt = len(src.split()), len(tgt.split())
+        n_src, n_tgt = word_count(src), word_count(tgt)
         if not n_src or not n_tgt:  # an empty side has nothing to attend to / nothing to predict
             return False
         if self.max_src_len and n_src > self.max_src_len or self.max_tgt_len and n_tgt > self.max_tgt_len:
@@ -82,25 +73,41 @@ class Seq2SeqDataModule(L.LightningDataModule):
                                                       self.text["train"]["src"],
                                                       self.text["train"]["tgt"], self.vocab_size, self.shared_vocab)
         for split in SPLITS:
-            self.encoded[split] = _EncodedSplit(self.tokenizers.encode_src(self.text[split]["src"]),
+            self.encoded[split] = EncodedSplit(self.tokenizers.encode_src(self.text[split]["src"]),
                                                 self.tokenizers.encode_tgt(self.text[split]["tgt"]))
 
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
-        data = self.encoded[split]
-        budget = self.max_tokens if split == "train" else self.eval_max_tokens
-        batches = token_budget_batches([len(s) for s in data.src_ids], [len(t) + 1 for t in data.tgt_ids], budget,
-                                       self.max_sentences, seed=self.seed)
+    def _loader(self, data: EncodedSplit, batches: list[list[int]], shuffle: bool) -> DataLoader:
         sampler = TokenBudgetBatchSampler(batches, shuffle=shuffle, seed=self.seed)
         return DataLoader(data, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers)
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
+        data = self.encoded["train"]
+        batches = token_budget_batches([len(s) for s in data.src_ids], [len(t) + 1 for t in data.tgt_ids],
+                                       self.max_tokens, self.max_sentences, seed=self.seed)  # +1: the <eos>
+        return self._loader(data, batches, shuffle=True)
 
     def val_dataloader(self) -> DataLoader:
-        return self._loader("valid", shuffle=False)
+        split = self.evaluation("valid")
+        return self._loader(split.encoded, split.batch_indices(), shuffle=False)
 
     def test_dataloader(self) -> DataLoader:
-        return self._loader("test", shuffle=False)
+        split = self.evaluation("test")
+        return self._loader(split.encoded, split.batch_indices(), shuffle=False)
+
+    def evaluation(self, split: str) -> EvalSplit:
+        """The one object evaluation code gets of a split (valid or test): texts, detokenisation, batches."""
+        return EvalSplit(split, self.text[split]["src"], self.text[split]["tgt"], self.encoded[split],
+                         self.tokenizers, self.eval_max_tokens, self.max_sentences, self.seed)
+
+    @property
+    def vocab_sizes(self) -> tuple[int, int]:
+        return self.tokenizers.src_vocab_size, self.tokenizers.tgt_vocab_size
+
+    def summary(self) -> dict:
+        """The data part of results.json: corpus, vocabulary sizes, pairs per split and how many the filters took."""
+        return {"corpus": self.corpus.name, "src_vocab_size": self.vocab_sizes[0],
+                "tgt_vocab_size": self.vocab_sizes[1], "sizes": {s: len(d) for s, d in self.encoded.items()},
+                "filtered": self.filter_counts}
 
     def references(self, split: str) -> list[str]:
         return self.text[split]["tgt"]

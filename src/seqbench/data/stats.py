@@ -6,33 +6,19 @@ corpus's valid/test stratification (1-10, 11-20, ..., 51-60, 61+).
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Iterable
 
-from seqbench.data.synthetic import LENGTH_BUCKETS
+from seqbench.metrics import DEFAULT_LENGTH_EDGES, bucket_index, bucket_label, length_buckets, word_count
+
+BUCKET_LABELS = tuple(bucket_label(lo, hi) for lo, hi in length_buckets(DEFAULT_LENGTH_EDGES))
 
 
-def bucket_label(lo: int, hi: int) -> str:
-    return f"{lo}+" if hi >= 10_000 else f"{lo}-{hi}"
-
-
-BUCKET_LABELS = tuple(bucket_label(lo, hi) for lo, hi in LENGTH_BUCKETS)
-
-
-def word_count(text: str) -> int:
-    return len(text.split())
-
-
-def length_histogram(texts: Iterable[str], buckets=LENGTH_BUCKETS) -> dict[str, int]:
+def length_histogram(texts: Iterable[str]) -> dict[str, int]:
     """Sentences per length bucket, every bucket present (0 included). Empty strings count in the first bucket."""
-    counts = {bucket_label(lo, hi): 0 for lo, hi in buckets}
+    counts = dict.fromkeys(BUCKET_LABELS, 0)
     for text in texts:
-        n = word_count(text)
-        for lo, hi in buckets:
-            if n <= hi:
-                counts[bucket_label(lo, hi)] += 1
-                break
-        else:
-            counts[bucket_label(*buckets[-1])] += 1
+        counts[BUCKET_LABELS[bucket_index(word_count(text))]] += 1
     return counts
 
 
@@ -49,4 +35,4 @@ def length_summary(texts: Iterable[str]) -> dict[str, float]:
     if not lengths:
         return {"sentences": 0, "mean": 0.0, "median": 0, "p95": 0, "max": 0}
     return {"sentences": len(lengths), "mean": round(sum(lengths) / len(lengths), 2),
-            "median": percentile(lengths, 50), "p95": percentile(lengths, 95), "max": lengths[-1]}
+            "median": statistics.median(lengths), "p95": percentile(lengths, 95), "max": lengths[-1]}

@@ -24,9 +24,11 @@ import json
 import random
 from dataclasses import asdict, dataclass, field
 
-from seqbench.config_check import ConfigError
+from seqbench.errors import ConfigError
+from seqbench.metrics import DEFAULT_LENGTH_EDGES, bucket_index, length_buckets, word_count
 
-LENGTH_BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 50), (51, 60), (61, 10_000))
+# The valid/test strata: the BLEU-by-length buckets, the last one capped (a cap keeps the config hashable as ints)
+LENGTH_BUCKETS = tuple((lo, hi or 10_000) for lo, hi in length_buckets(DEFAULT_LENGTH_EDGES))
 
 _SRC_ONSETS = "b d f g k l m n p r t v br dr fl gr pl st tr".split()
 _SRC_VOWELS = "a e i o u ea oo".split()
@@ -256,10 +258,10 @@ class SentenceGenerator:
 
 
 def bucket_of(n_words: int, buckets=LENGTH_BUCKETS) -> int:
-    for i, (lo, hi) in enumerate(buckets):
-        if lo <= n_words <= hi:
-            return i
-    raise ValueError(f"length {n_words} is outside every bucket {buckets}")
+    """Index of the (contiguous, ascending) bucket holding n_words; an error outside them all."""
+    if not buckets[0][0] <= n_words <= buckets[-1][1]:
+        raise ValueError(f"length {n_words} is outside every bucket {buckets}")
+    return bucket_index(n_words, [hi for _, hi in buckets[:-1]])
 
 
 _MAX_ATTEMPTS_PER_SENTENCE = 2000  # the long-tail buckets fill slowly; past this a bucket is out of reach
@@ -285,7 +287,7 @@ def generate_splits(cfg: GrammarConfig) -> dict[str, list[dict]]:
             src, tgt = gen.sentence()
             if src in seen:
                 continue
-            b = bucket_of(len(src.split()), cfg.length_buckets)
+            b = bucket_of(word_count(src), cfg.length_buckets)
             if counts[b] < per_bucket:
                 counts[b] += 1
                 seen.add(src)

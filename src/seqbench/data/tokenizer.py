@@ -10,6 +10,8 @@ from typing import Iterable
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from seqbench.io import atomic_path
+
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]  # ids 0..3 in that order, in every vocabulary
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
@@ -45,9 +47,8 @@ class TokenizerPair:
             toks = [train_bpe(train_src + train_tgt, vocab_size)] if shared else \
                 [train_bpe(train_src, vocab_size), train_bpe(train_tgt, vocab_size)]
             for tok, path in zip(toks, paths):
-                tmp = path.with_suffix(".tmp")
-                tok.save(str(tmp))
-                tmp.replace(path)  # atomic: a killed run never leaves a half-written tokenizer behind
+                with atomic_path(path) as tmp:  # a killed run never leaves a half-written tokenizer behind
+                    tok.save(str(tmp))
         return cls(toks[0], toks[-1])
 
     @property

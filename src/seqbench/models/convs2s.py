@@ -24,7 +24,8 @@ from torch import nn
 from torch.nn.utils.parametrizations import weight_norm
 
 from seqbench.data.tokenizer import PAD_ID
-from seqbench.models.interface import Seq2Seq
+from seqbench.errors import is_int, positive_int, require
+from seqbench.models.interface import Seq2Seq, copy_config, scaled
 
 SQRT_HALF = math.sqrt(0.5)
 
@@ -197,12 +198,41 @@ class ConvS2S(Seq2Seq):
                    for layer in self.layers]  # [B,k-1,Cin] per layer
         return {"step": 0, "history": history}
 
-    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict):
+    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict, need_attention: bool = False):
         logits, attention, history = self._decode(tokens[:, None], encoder_out, state["step"], state["history"])
         state = {"step": state["step"] + 1, "history": history}
-        return logits[:, 0], state, attention[:, :, :, 0]  # [B,V], state, attention [B,L,1,S]
+        # Every layer's attention feeds its output, so it is computed anyway; it is returned only when asked.
+        return logits[:, 0], state, attention[:, :, :, 0] if need_attention else None  # [B,V], state, [B,L,1,S]
 
     # reorder_state: the generic index_select(0) over the history buffers is exactly right (step is an int).
+
+    @classmethod
+    def validate_config(cls, cfg) -> None:
+        super().validate_config(cfg)
+        for key in ("embed_dim", "max_positions", "out_embed_dim"):
+            positive_int(cls.config_value(cfg, key), f"model.{key}")
+        for side in ("encoder", "decoder"):
+            layers = cls.config_value(cfg, f"{side}_layers")
+            require(bool(layers), f"model.{side}_layers={layers!r}: must be a non-empty list of [channels, kernel]")
+            for i, layer in enumerate(layers):
+                ok = not isinstance(layer, (int, str)) and len(layer) == 2 and all(is_int(v) and v > 0 for v in layer)
+                require(ok, f"model.{side}_layers[{i}]={layer!r}: must be [channels, kernel_width], positive ints")
+
+    @classmethod
+    def width(cls, cfg) -> tuple[int, int]:
+        return cls.config_value(cfg, "encoder_layers")[0][0], 1
+
+    @classmethod
+    def with_width(cls, cfg, width: int) -> dict:
+        """The first encoder block's channels = width; every block's channels, embed_dim and out_embed_dim keep
+        their ratios to it (kernels and depth stay)."""
+        out = copy_config(cfg)
+        factor = width / cls.config_value(cfg, "encoder_layers")[0][0]
+        for side in ("encoder_layers", "decoder_layers"):
+            out[side] = [[scaled(channels, factor), kernel] for channels, kernel in cls.config_value(cfg, side)]
+        for key in ("embed_dim", "out_embed_dim"):
+            out[key] = scaled(cls.config_value(cfg, key), factor)
+        return out
 
     def flops_per_token(self, src_len: int, tgt_len: int) -> float:
         """Forward matmul FLOPs per target token (2 per multiply-add): convolutions, projections, attention scores

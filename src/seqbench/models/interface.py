@@ -8,8 +8,10 @@ Masks are boolean and True on real (non-pad) tokens.
         -> logits [B,T,V]                        (teacher forcing, causal: logits[:, t] sees tgt_in[:, :t+1] only)
         -> (logits, attention [B,L,H,T,S])       when return_attention
     init_state(encoder_out) -> state              incremental-decoding state before the first step
-    decode_step(tokens [B], encoder_out, state) -> (logits [B,V], state, attention [B,L,H,S])
-                                                  feeding tgt_in[:, t] at step t gives decode(...)[:, t]
+    decode_step(tokens [B], encoder_out, state, need_attention=False)
+        -> (logits [B,V], state, attention [B,L,H,S] or None)
+                                                  feeding tgt_in[:, t] at step t gives decode(...)[:, t]; attention
+                                                  only when asked (None otherwise), so search stays on fused kernels
     reorder_state(state, indices [B']) -> state   beam search: row i of the new state is row indices[i] of the old
     expand_encoder_out(encoder_out, beam) -> encoder_out with every row repeated `beam` times (row-major)
 
@@ -18,13 +20,28 @@ derives from `encoder_out` alone (e.g. cross-attention keys) may be kept out of 
 
 Attention rows are probability distributions over source positions: non-negative, zero on padding, summing to 1
 (architectures without attention return None).
+
+Besides the tensors, each family answers what the harness needs to know about it (fairseq keeps such knowledge
+beside each architecture), so a new family is one model file plus one YAML:
+
+    validate_config(cfg)        one-line ConfigError for bad values, before any data or model is built
+    width(cfg) -> (width, step) the one integer knob that param-budget sizing scales, and its grid
+    with_width(cfg, width)      a copy of cfg with its widths scaled to that knob
+    run_label(preset, cfg)      the run's name in reports (e.g. "rnn-luong_dot")
+    flops_per_token(...)        analytic forward FLOPs per target token, for MFU (on the instance)
+
+The harness finds the family from the model config's `_target_` (`family_of`).
 """
 from __future__ import annotations
 
-from typing import Any
+import copy
+import inspect
+from typing import Any, Mapping
 
 import torch
 from torch import nn
+
+from seqbench.errors import ConfigError, probability
 
 
 def index_batch(tree: Any, indices: torch.Tensor) -> Any:
@@ -53,7 +70,7 @@ class Seq2Seq(nn.Module):
     def init_state(self, encoder_out: dict) -> dict:
         raise NotImplementedError
 
-    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict):
+    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict, need_attention: bool = False):
         raise NotImplementedError
 
     def reorder_state(self, state: dict, indices: torch.Tensor) -> dict:
@@ -73,3 +90,62 @@ class Seq2Seq(nn.Module):
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+    # --- the family's knowledge, asked by config_check, sizing and the reports ----------------------------------
+
+    @classmethod
+    def config_value(cls, cfg: Mapping, key: str) -> Any:
+        """cfg[key], or the constructor's default when the config leaves the key out."""
+        if key in cfg:
+            return cfg[key]
+        return inspect.signature(cls.__init__).parameters[key].default
+
+    @classmethod
+    def validate_config(cls, cfg: Mapping) -> None:
+        """Checks shared by every family; subclasses add theirs (and call this)."""
+        for key in ("dropout", "attention_dropout"):
+            if key in cfg:
+                probability(cfg[key], f"model.{key}")
+
+    @classmethod
+    def width(cls, cfg: Mapping) -> tuple[int, int]:
+        """(the current value of the family's width knob, the step its values must be multiples of)."""
+        raise ConfigError(f"model._target_={cfg.get('_target_')}: this family has no parameter-budget sizing "
+                          "(compare.param_budget); set compare.param_budget=null")
+
+    @classmethod
+    def with_width(cls, cfg: Mapping, width: int) -> dict:
+        raise ConfigError(f"model._target_={cfg.get('_target_')}: this family has no parameter-budget sizing")
+
+    @classmethod
+    def run_label(cls, preset: str, cfg: Mapping) -> str:
+        return preset
+
+
+def scaled(value: int, factor: float, multiple: int = 1) -> int:
+    """value * factor rounded to a positive multiple of `multiple`: widths that keep their ratio to the knob."""
+    return max(multiple, multiple * round(value * factor / multiple))
+
+
+def copy_config(cfg: Mapping) -> dict:
+    from omegaconf import DictConfig, OmegaConf
+
+    return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else copy.deepcopy(dict(cfg))
+
+
+def family_of(cfg: Mapping) -> type[Seq2Seq]:
+    """The model class a model config's `_target_` names; one line when it is missing or not a `Seq2Seq`."""
+    from hydra.utils import get_class
+
+    target = cfg.get("_target_") if cfg is not None else None
+    if not target:
+        raise ConfigError("model._target_ is not set: a model config names its class, e.g. "
+                          "seqbench.models.transformer.Transformer")
+    try:
+        cls = get_class(str(target))
+    except Exception as error:  # noqa: BLE001 - ImportError, AttributeError, Hydra's wrapping of both
+        raise ConfigError(f"model._target_={target}: cannot import it ({' '.join(str(error).split())[:200]})") \
+            from None
+    if not (isinstance(cls, type) and issubclass(cls, Seq2Seq)):
+        raise ConfigError(f"model._target_={target}: not a seqbench.models.interface.Seq2Seq subclass")
+    return cls

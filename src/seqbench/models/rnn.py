@@ -30,7 +30,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqbench.models.interface import Seq2Seq
+from seqbench.errors import choice, positive_int
+from seqbench.models.interface import Seq2Seq, copy_config, scaled
 
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
 ATTENTION = ("none", "bahdanau", "luong_dot", "luong_general", "luong_concat")
@@ -197,7 +198,7 @@ class RNNSeq2Seq(Seq2Seq):
             state["feed"] = encoder_out["hidden"].new_zeros(encoder_out["hidden"].size(0), self.hidden_size)
         return state
 
-    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict):
+    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict, need_attention: bool = False):
         emb = self.dropout(self.tgt_embed(tokens[:, None]))  # [B,1,E]
         s, ctx, weights, hx = self._recur(emb, encoder_out, self._hx(state), state.get("feed"))
         readout = self._readout(s, ctx, emb)  # [B,1,*]
@@ -205,7 +206,33 @@ class RNNSeq2Seq(Seq2Seq):
         if self.input_feeding:
             new_state["feed"] = readout[:, 0]
         logits = self.output(self.pre_output(readout[:, 0]))  # [B,V]
-        return logits, new_state, None if weights is None else weights[:, None, None, 0]  # [B,1,1,S]
+        # The weights come with the context vector anyway; returned only when asked.
+        return logits, new_state, weights[:, None, None, 0] if need_attention and weights is not None else None
+
+    @classmethod
+    def validate_config(cls, cfg) -> None:
+        super().validate_config(cfg)
+        choice(cls.config_value(cfg, "cell"), "model.cell", CELLS)
+        choice(cls.config_value(cfg, "attention"), "model.attention", ATTENTION)
+        for key in ("embed_dim", "hidden_size", "encoder_layers", "decoder_layers"):
+            positive_int(cls.config_value(cfg, key), f"model.{key}")
+
+    @classmethod
+    def width(cls, cfg) -> tuple[int, int]:
+        return cls.config_value(cfg, "hidden_size"), 1
+
+    @classmethod
+    def with_width(cls, cfg, width: int) -> dict:
+        """hidden_size = width; embed_dim keeps its ratio to it."""
+        out = copy_config(cfg)
+        factor = width / cls.config_value(cfg, "hidden_size")
+        out["hidden_size"], out["embed_dim"] = width, scaled(cls.config_value(cfg, "embed_dim"), factor)
+        return out
+
+    @classmethod
+    def run_label(cls, preset: str, cfg) -> str:
+        """The preset plus the attention, so a sweep over model.attention does not look like seeds of one model."""
+        return f"{preset}-{cls.config_value(cfg, 'attention')}"
 
     def flops_per_token(self, src_len: int, tgt_len: int) -> float:
         """Forward matmul FLOPs per target token: 2 per weight used (RNN gates included), plus attention scores

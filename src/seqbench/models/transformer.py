@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbench.models.interface import Seq2Seq
+from seqbench.errors import positive_int, require
+from seqbench.models.interface import Seq2Seq, copy_config, scaled
 
 
 def sinusoidal_table(max_positions: int, d_model: int) -> torch.Tensor:
@@ -195,22 +196,47 @@ class Transformer(Seq2Seq):
     def init_state(self, encoder_out: dict) -> dict:
         return {"step": 0, "self_kv": [None] * len(self.decoder_layers), "cross_kv": self._cross_kv(encoder_out)}
 
-    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict):
+    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict, need_attention: bool = False):
         src_mask = encoder_out["mask"][:, None, None, :]
         x = self.tgt_embed(tokens[:, None], offset=state["step"])  # [B,1,D]
         new_self_kv, weights = [], []
         for layer, cross_kv, self_kv in zip(self.decoder_layers, state["cross_kv"], state["self_kv"]):
-            x, kv, w = layer(x, cross_kv, src_mask, self_kv=self_kv or None, need_weights=True)
+            # Explicit weights take the unfused path: only when a caller wants to see them.
+            x, kv, w = layer(x, cross_kv, src_mask, self_kv=self_kv or None, need_weights=need_attention)
             new_self_kv.append(kv)
-            weights.append(w[:, :, 0])
+            weights.append(w[:, :, 0] if need_attention else None)
         logits = self.output(self.decoder_norm(x[:, 0]))  # [B,V]
         state = {"step": state["step"] + 1, "self_kv": new_self_kv, "cross_kv": state["cross_kv"]}
-        return logits, state, torch.stack(weights, dim=1)  # attention [B,L,H,S]
+        return logits, state, torch.stack(weights, dim=1) if need_attention else None  # attention [B,L,H,S]
 
     def reorder_state(self, state: dict, indices: torch.Tensor) -> dict:
         # Cross-attention keys/values depend only on the source sentence, which reordering never changes.
         self_kv = [(k.index_select(0, indices), v.index_select(0, indices)) for k, v in state["self_kv"]]
         return {"step": state["step"], "self_kv": self_kv, "cross_kv": state["cross_kv"]}
+
+    @classmethod
+    def validate_config(cls, cfg) -> None:
+        super().validate_config(cfg)
+        for key in ("d_model", "n_heads", "encoder_layers", "decoder_layers", "d_ff", "max_positions"):
+            positive_int(cls.config_value(cfg, key), f"model.{key}")
+        d_model, n_heads = cls.config_value(cfg, "d_model"), cls.config_value(cfg, "n_heads")
+        require(d_model % n_heads == 0, f"model.n_heads={n_heads}: must divide model.d_model={d_model}")
+        require(d_model % 2 == 0 or cls.config_value(cfg, "learned_positions"),
+                f"model.d_model={d_model}: sinusoidal positions need an even d_model")
+
+    @classmethod
+    def width(cls, cfg) -> tuple[int, int]:
+        # heads split d_model evenly; sinusoidal tables interleave sin/cos, so d_model must be even
+        step = math.lcm(cls.config_value(cfg, "n_heads"), 1 if cls.config_value(cfg, "learned_positions") else 2)
+        return cls.config_value(cfg, "d_model"), step
+
+    @classmethod
+    def with_width(cls, cfg, width: int) -> dict:
+        """d_model = width; d_ff keeps its ratio to d_model."""
+        out = copy_config(cfg)
+        factor = width / cls.config_value(cfg, "d_model")
+        out["d_model"], out["d_ff"] = width, scaled(cls.config_value(cfg, "d_ff"), factor)
+        return out
 
     def flops_per_token(self, src_len: int, tgt_len: int) -> float:
         """Forward matmul FLOPs per target token (nanoGPT-style: 2 per weight, plus attention scores and mixing)."""

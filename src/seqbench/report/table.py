@@ -6,16 +6,8 @@ import statistics
 from itertools import combinations
 
 from seqbench.metrics import paired_bootstrap
+from seqbench.nested import get_path
 from seqbench.report.load import Run
-
-
-def _get(results: dict, path: str):
-    node = results
-    for key in path.split("."):
-        if not isinstance(node, dict) or node.get(key) is None:
-            return None
-        node = node[key]
-    return node
 
 
 def spread(values: list[float | None]) -> tuple[float | None, float | None, int]:
@@ -45,9 +37,9 @@ def summary_rows(groups: dict[str, list[Run]], split: str = "test") -> list[dict
     rows = []
     for label, runs in groups.items():
         row = {"label": label, "family": runs[0].results["model"]["name"], "seeds": [r.seed for r in runs],
-               "beam_size": _get(runs[0].results, "decoding.beam.beam_size")}
+               "beam_size": get_path(runs[0].results, "decoding.beam.beam_size")}
         for key, _, path, scale in COLUMNS:
-            values = [_get(r.results, path.format(split=split)) for r in runs]
+            values = [get_path(r.results, path.format(split=split)) for r in runs]
             mean, std, n = spread([None if v is None else v * scale for v in values])
             row[key] = (mean, std, n)
         rows.append(row)
@@ -155,7 +147,7 @@ def _bucket_names(groups: dict[str, list[Run]], split: str) -> list[str]:
     names: list[str] = []
     for runs in groups.values():
         for run in runs:
-            for bucket in _get(run.results, f"{split}.bleu_by_length") or []:
+            for bucket in get_path(run.results, f"{split}.bleu_by_length") or []:
                 if bucket["bucket"] not in names:
                     names.append(bucket["bucket"])
     return names
@@ -164,14 +156,14 @@ def _bucket_names(groups: dict[str, list[Run]], split: str) -> list[str]:
 def _bucket_counts(groups: dict[str, list[Run]], split: str) -> dict[str, int]:
     for runs in groups.values():
         for run in runs:
-            entries = _get(run.results, f"{split}.bleu_by_length")
+            entries = get_path(run.results, f"{split}.bleu_by_length")
             if entries:
                 return {b["bucket"]: b["sentences"] for b in entries}
     return {}
 
 
 def _bucket_bleu(run: Run, split: str, name: str) -> float | None:
-    for bucket in _get(run.results, f"{split}.bleu_by_length") or []:
+    for bucket in get_path(run.results, f"{split}.bleu_by_length") or []:
         if bucket["bucket"] == name:
             return bucket["bleu"]
     return None
