@@ -1,7 +1,8 @@
 """Greedy and batched beam search over the `Seq2Seq` incremental-decoding contract: one implementation for all models.
 
 Every sentence of the batch is decoded at once (B x beam rows); a sentence stops at <eos> or at its own length limit
-max_len_a * source_length + max_len_b.
+max_len_a * source_length + max_len_b. Models are only asked for logits: attention weights are never requested here,
+so attention stays on fused kernels.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ class DecodingConfig:
     length_penalty: float = 1.0  # alpha of GNMT's ((5 + |y|) / 6) ** alpha; 0 = no normalisation
     max_len_a: float = 1.5  # hypotheses are at most a * source_length + b tokens (eos excluded)
     max_len_b: int = 10
+    stop_early: bool = True  # beam: a sentence is done when beam_size hypotheses have finished (fairseq's default);
+                             # False: only once no live hypothesis can still beat them after length normalisation
 
 
 def _length_limits(src_mask: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
@@ -53,54 +56,83 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg
     return _strip(torch.stack(output, 1))
 
 
-def length_penalty(lengths: torch.Tensor, alpha: float) -> torch.Tensor:
-    return ((5.0 + lengths.float()) / 6.0) ** alpha
+def length_penalty(lengths: torch.Tensor | int, alpha: float) -> torch.Tensor:
+    """GNMT's ((5 + |y|) / 6) ** alpha; |y| counts the <eos>, as in fairseq."""
+    return ((5.0 + torch.as_tensor(lengths, dtype=torch.float)) / 6.0) ** alpha
 
 
 @torch.no_grad()
 def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: DecodingConfig) -> list[list[int]]:
-    """Standard batched beam search; finished hypotheses stay in the beam, extended by <eos> at no cost.
+    """Batched beam search as fairseq runs it, one implementation for every model.
 
-    Hypotheses are ranked by their summed log-probability while searching and by the length-normalised score at the
-    end, as in fairseq/GNMT. With beam_size=1 this is exactly greedy search.
+    Every step scores the k live hypotheses of each sentence over the vocabulary and keeps the best 2k candidates.
+    A candidate ending in <eos> among the best k is finished: it leaves the beam for its sentence's finished list
+    with its length-normalised score (score / length_penalty); the best k candidates that do not end in <eos> are
+    the next live hypotheses, so finished ones never occupy a beam slot. A sentence is done when k hypotheses have
+    finished (`cfg.stop_early`), or, with stop_early=False, once no live hypothesis can still beat the k-th finished
+    one after normalisation (its score can only fall; its normaliser can at most reach the length limit's). At its
+    length limit a sentence may only emit <eos>, so every sentence finishes. The answer is the best finished
+    hypothesis by normalised score. With beam_size=1 this is exactly greedy search.
     """
     k, batch, device = cfg.beam_size, src.size(0), src.device
     encoder_out = model.expand_encoder_out(model.encode(src, src_mask), k)
     state = model.init_state(encoder_out)
-    limits = _length_limits(src_mask, cfg).repeat_interleave(k)  # [B*k]
+    limits = _length_limits(src_mask, cfg)  # [B] tokens before <eos>
+    steps = int(limits.max()) + 1
+    # The most a live hypothesis's normalised score can still become: its log-probability only falls, and with
+    # alpha >= 0 the penalty grows with length, so dividing by the longest allowed length's penalty bounds it.
+    best_penalty = length_penalty(limits + 1, cfg.length_penalty).to(device)[:, None]  # [B,1]
+    rows = torch.arange(batch, device=device)[:, None] * k  # [B,1]: first row of each sentence in the B*k layout
+
     scores = torch.full((batch, k), float("-inf"), device=device)
-    scores[:, 0] = 0.0  # all beams start identical: keep one alive so the first step does not pick duplicates
+    scores[:, 0] = 0.0  # all beams start identical: one alive, so the first step does not pick duplicates
     tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)
-    finished = torch.zeros(batch * k, dtype=torch.bool, device=device)
-    lengths = torch.zeros(batch * k, dtype=torch.long, device=device)
-    history = torch.empty(batch * k, 0, dtype=torch.long, device=device)
-    for step in range(int(limits.max()) + 1):
+    history = torch.empty(batch, k, 0, dtype=torch.long, device=device)
+    finished_scores = torch.full((batch, k), float("-inf"), device=device)  # normalised, best first
+    finished_tokens = torch.full((batch, k, steps), EOS_ID, dtype=torch.long, device=device)
+    finished_count = torch.zeros(batch, dtype=torch.long, device=device)
+    done = torch.zeros(batch, dtype=torch.bool, device=device)
+    for step in range(steps):
         logits, state, _ = model.decode_step(tokens, encoder_out, state)
-        log_probs = logits.float().log_softmax(-1)  # [B*k, V]
-        # Finished rows may only continue with <eos> at zero cost; rows at their length limit must emit <eos>.
-        forced_eos = finished | (step >= limits)
-        eos_only = torch.full_like(log_probs, float("-inf"))
-        eos_only[:, EOS_ID] = 0.0
-        log_probs = torch.where(finished[:, None], eos_only, log_probs)
-        log_probs = torch.where((forced_eos & ~finished)[:, None],
-                                torch.where(eos_only == 0, log_probs, eos_only), log_probs)
+        log_probs = logits.float().log_softmax(-1).view(batch, k, -1)  # [B,k,V]
         vocab = log_probs.size(-1)
-        candidates = (scores.view(-1, 1) + log_probs).view(batch, k * vocab)
-        scores, flat = candidates.topk(k, dim=-1)  # [B,k]
-        beam_origin = flat // vocab + torch.arange(batch, device=device)[:, None] * k  # rows in the B*k layout
-        tokens = (flat % vocab).view(-1)
-        origin = beam_origin.view(-1)
-        history = torch.cat([history.index_select(0, origin), tokens[:, None]], dim=1)
-        was_finished = finished.index_select(0, origin)
-        lengths = lengths.index_select(0, origin) + (~was_finished).long()
-        finished = was_finished | (tokens == EOS_ID)
-        state = model.reorder_state(state, origin)
-        if finished.all():
+        at_limit = (step >= limits)[:, None, None]  # only <eos> may follow
+        log_probs = log_probs.masked_fill(at_limit & (torch.arange(vocab, device=device) != EOS_ID), float("-inf"))
+        candidates = (scores[:, :, None] + log_probs).view(batch, k * vocab)
+        top_scores, top = candidates.topk(min(2 * k, k * vocab), dim=1)  # [B,2k], best first
+        top_beam, top_token = top // vocab, top % vocab
+        ends = top_token == EOS_ID
+        prefixes = history.gather(1, top_beam[:, :, None].expand(-1, -1, step))  # [B,2k,step]
+
+        # Finish: <eos> candidates among the best k, of sentences not done yet.
+        finishing = ends & (torch.arange(top.size(1), device=device) < k) & ~done[:, None] & top_scores.isfinite()
+        normalised = torch.where(finishing, top_scores / length_penalty(step + 1, cfg.length_penalty),
+                                 torch.full_like(top_scores, float("-inf")))
+        padded = torch.nn.functional.pad(prefixes, (0, steps - step), value=EOS_ID)  # [B,2k,steps]
+        pool_scores = torch.cat([finished_scores, normalised], dim=1)
+        finished_scores, keep = pool_scores.topk(k, dim=1)
+        finished_tokens = torch.cat([finished_tokens, padded], dim=1).gather(
+            1, keep[:, :, None].expand(-1, -1, steps))
+        finished_count += finishing.sum(1)
+
+        # Continue: the best k candidates that do not end in <eos>.
+        live_scores, live = top_scores.masked_fill(ends, float("-inf")).topk(k, dim=1)  # [B,k]
+        beam, tokens = top_beam.gather(1, live), top_token.gather(1, live)
+        history = torch.cat([prefixes.gather(1, live[:, :, None].expand(-1, -1, step)), tokens[:, :, None]], dim=2)
+        scores, tokens = live_scores, tokens.view(-1)
+
+        full = finished_count >= k
+        if cfg.stop_early:
+            done |= full
+        else:
+            can_still_win = (scores / best_penalty).max(1).values > finished_scores[:, -1]
+            done |= full & ~can_still_win
+        if done.all():
             break
-    # Length of a hypothesis counts its <eos>, as fairseq does.
-    normalised = scores.view(-1) / length_penalty(lengths, cfg.length_penalty)
-    best = normalised.view(batch, k).argmax(-1) + torch.arange(batch, device=device) * k
-    return _strip(history.index_select(0, best))
+        state = model.reorder_state(state, (rows + beam).view(-1))
+
+    best = finished_scores.argmax(1)  # every sentence has finished at least once: <eos> is forced at its limit
+    return _strip(finished_tokens[torch.arange(batch, device=device), best])
 
 
 def generate(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: DecodingConfig) -> list[list[int]]:
