@@ -14,3 +14,19 @@ def user_error(error: BaseException) -> ValueError | None:
     while error is not None and not isinstance(error, (ConfigError, InputError)):
         error = error.__cause__
     return error
+
+
+def run_cli(main, *args) -> int:
+    """Runs a command-line tool's `main(*args)`: the user's own mistakes become one `error: ...` line on stderr and
+    exit status 2; anything else is a bug and keeps its traceback."""
+    import sys
+
+    try:
+        main(*args)
+    except Exception as error:  # noqa: BLE001 - re-raised below unless it is the user's
+        cause = user_error(error)
+        if cause is None:
+            raise
+        print(f"error: {cause}", file=sys.stderr)
+        return 2
+    return 0
