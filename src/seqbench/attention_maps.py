@@ -37,17 +37,26 @@ def attention_examples(model: Seq2Seq, split, decoding: DecodingConfig, device: 
         mask = torch.ones_like(src, dtype=torch.bool)
         with context():
             hypothesis = generate(model, src, mask, decoding)[0]
-            tgt_in = torch.tensor([[BOS_ID] + hypothesis], device=device)
-            _, attention = model.decode(tgt_in, model.encode(src, mask), return_attention=True)
-        examples.append({
-            "index": i,
-            "source": split.sources[i],
-            "hypothesis": split.detokenize([hypothesis])[0],
-            "src_tokens": split.source_pieces(i),
-            "tgt_tokens": split.target_pieces(hypothesis) + [EOS],
-            "attention": None if attention is None else attention[0].float().cpu(),  # [L,H,T,S]
-        })
+            example = attention_example(model, split.tokenizers, split.source_ids(i), hypothesis, device)
+        examples.append({"index": i, "source": split.sources[i], **example})
     return examples
+
+
+@torch.no_grad()
+def attention_example(model: Seq2Seq, tokenizers, src_ids: list[int], hypothesis: list[int],
+                      device: torch.device) -> dict:
+    """The translation `hypothesis` (token ids, no <eos>) of `src_ids`, re-read with teacher forcing: its text,
+    both token sequences and the attention map [L,H,T,S] (None for models without attention)."""
+    src = torch.tensor([src_ids], device=device)
+    tgt_in = torch.tensor([[BOS_ID] + hypothesis], device=device)
+    _, attention = model.decode(tgt_in, model.encode(src, torch.ones_like(src, dtype=torch.bool)),
+                                return_attention=True)
+    return {
+        "hypothesis": tokenizers.decode_tgt([hypothesis])[0],
+        "src_tokens": [tokenizers.src.id_to_token(t) for t in src_ids],
+        "tgt_tokens": [tokenizers.tgt.id_to_token(t) for t in hypothesis] + [EOS],
+        "attention": None if attention is None else attention[0].float().cpu(),  # [L,H,T,S]
+    }
 
 
 def save_attention(path: str | Path, label: str, model_name: str, examples: list[dict]) -> Path:

@@ -1,9 +1,10 @@
-"""Lightning callbacks and plugins: training throughput and progress, atomic checkpoint writes."""
+"""Lightning callbacks and plugins: training throughput and progress, atomic checkpoint writes, EMA weights."""
 from __future__ import annotations
 
 import time
 
 import lightning as L
+from lightning.pytorch.callbacks import EMAWeightAveraging
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from seqbench.benchmark import synchronize
@@ -112,3 +113,27 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
     def save_checkpoint(self, checkpoint, path, storage_options=None):
         atomic_torch_save(checkpoint, path)
+
+
+class EMAWeights(EMAWeightAveraging):
+    """Lightning's exponential moving average of the weights, evaluated on the averaged weights after training too.
+
+    During fit Lightning swaps the average in for each validation (so val/nll, and the best checkpoint, are the
+    average's) and saves it as each checkpoint's `state_dict`, with the raw weights in `current_model_state`. But
+    outside fit its `on_load_checkpoint` restores `current_model_state`, the raw weights, and only validation swaps
+    the average back in: `trainer.test(ckpt_path=best)` after `fit` tested the raw weights while `validate` scored
+    the average. Here validate and test load a checkpoint's `state_dict` as any checkpoint, so both evaluate the
+    average, as do `train=false ckpt_path=...` and translate; resuming training (fit) restores both as Lightning does.
+    """
+
+    def on_load_checkpoint(self, trainer, pl_module, checkpoint):
+        if trainer.state.fn == "fit":
+            super().on_load_checkpoint(trainer, pl_module, checkpoint)
+
+    def on_validation_epoch_start(self, trainer, pl_module):
+        if trainer.state.fn == "fit":
+            super().on_validation_epoch_start(trainer, pl_module)
+
+    def on_validation_epoch_end(self, trainer, pl_module):
+        if trainer.state.fn == "fit":
+            super().on_validation_epoch_end(trainer, pl_module)

@@ -36,10 +36,14 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_bytes(data)
     return Path(path)
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_torch_save(obj, path: str | Path) -> Path:

@@ -6,6 +6,7 @@ here. Validation and test BLEU go through the same decode -> detokenise -> sacre
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -21,15 +22,29 @@ from seqbench.models.interface import Seq2Seq
 
 
 class Seq2SeqModule(L.LightningModule):
-    def __init__(self, model: Seq2Seq, optimizer: Callable, scheduler: Callable | None = None,
-                 label_smoothing: float = 0.1, decoding: DecodingConfig | dict | None = None,
-                 val_bleu: bool = True, length_buckets: Sequence[int] = DEFAULT_LENGTH_EDGES):
+    """`model_spec` (seqbench.inference.model_spec: model config, vocabulary sizes and fingerprint) is saved in every
+    checkpoint's hyperparameters with the other plain arguments, so `Seq2SeqModule.load_from_checkpoint(path)`
+    rebuilds the model from the spec (without an optimizer: for evaluation and decoding only)."""
+
+    def __init__(self, model: Seq2Seq | None = None, optimizer: Callable | None = None,
+                 scheduler: Callable | None = None, label_smoothing: float = 0.1,
+                 decoding: DecodingConfig | dict | None = None, val_bleu: bool = True,
+                 length_buckets: Sequence[int] = DEFAULT_LENGTH_EDGES, model_spec: dict | None = None):
         super().__init__()
+        # The model object and optimizer/scheduler factories are not plain data: the spec stands for the model.
+        self.save_hyperparameters(ignore=["model", "optimizer", "scheduler"])
+        if model is None:
+            if model_spec is None:
+                raise ValueError("Seq2SeqModule needs a model or a model_spec to build one from")
+            from seqbench.inference import build_model
+
+            model = build_model(model_spec)
         self.model = model
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         self.label_smoothing, self.val_bleu = label_smoothing, val_bleu
         self.length_buckets = tuple(length_buckets)  # upper edges, in source words, of the BLEU-by-length buckets
         self.decoding = decoding if isinstance(decoding, DecodingConfig) else DecodingConfig(**(decoding or {}))
+        self.hparams["decoding"] = asdict(self.decoding)  # plain data: checkpoints load with weights_only=True
         self._outputs: list[tuple[int, list[int]]] = []
         self.eval_results: dict[str, dict] = {}  # split -> bleu, chrf, bleu_by_length, signatures, hypotheses
 
@@ -114,6 +129,9 @@ class Seq2SeqModule(L.LightningModule):
                 (run_dir / f"{name}.test.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
     def configure_optimizers(self):
+        if self.optimizer_factory is None:
+            raise ValueError("this Seq2SeqModule was built without an optimizer (e.g. by load_from_checkpoint): "
+                             "it can evaluate and decode, not train")
         optimizer = self.optimizer_factory(self.model.parameters())
         if self.scheduler_factory is None:
             return optimizer

@@ -16,6 +16,7 @@ from seqbench.attention_maps import attention_examples, save_attention
 from seqbench.callbacks import AtomicCheckpointIO, TrainThroughput
 from seqbench.config_check import validate
 from seqbench.errors import InputError
+from seqbench.inference import instantiate_model, load_checkpoint_weights, model_spec, save_run_files
 from seqbench.results import library_versions, write_results
 from seqbench.sizing import fit_to_budget
 
@@ -35,11 +36,6 @@ def model_config(cfg: DictConfig, src_vocab_size: int, tgt_vocab_size: int) -> d
     model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
     budget = cfg.get("compare", {}).get("param_budget")
     return fit_to_budget(model_cfg, budget, src_vocab_size, tgt_vocab_size) if budget else model_cfg
-
-
-def instantiate_model(model_cfg: dict, src_vocab_size: int, tgt_vocab_size: int):
-    kwargs = {k: v for k, v in model_cfg.items() if k != "name"}
-    return instantiate(kwargs, src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size)
 
 
 def build_model(cfg: DictConfig, src_vocab_size: int, tgt_vocab_size: int):
@@ -110,13 +106,21 @@ def run(cfg: DictConfig) -> dict:
     datamodule = instantiate(cfg.data)
     datamodule.prepare_data()
     datamodule.setup("fit")
+    tokenizers = datamodule.tokenizers  # saved with the run, so it translates without the data
     model_cfg = model_config(cfg, *datamodule.vocab_sizes)
     model = instantiate_model(model_cfg, *datamodule.vocab_sizes)
-    module = instantiate(cfg.module, model=model, _convert_="all")
+    spec = model_spec(model_cfg, tokenizers)
+    if checkpoint_in is not None:  # another architecture or vocabulary: one line now, not a traceback mid-run
+        load_checkpoint_weights(model, checkpoint_in, spec)
+    # model_spec goes in after instantiation: Hydra would try to build the `_target_` inside its model config
+    module = instantiate(cfg.module, _partial_=True, _convert_="all")(model=model, model_spec=spec)
 
     callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None]
     loggers = [instantiate(c) for c in cfg.get("logger", {}).values() if c is not None] or False
     trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
+    if trainer.is_global_zero:  # the run directory stands on its own: translate needs no cache or network
+        save_run_files(run_dir, spec, OmegaConf.to_container(cfg.module.decoding), tokenizers,
+                       OmegaConf.to_yaml(cfg, resolve=True))
 
     fit_started = time.perf_counter()
     if cfg.get("train", True):

@@ -51,6 +51,24 @@ class TokenizerPair:
                     tok.save(str(tmp))
         return cls(toks[0], toks[-1])
 
+    @staticmethod
+    def _files(directory: Path, shared: bool) -> list[Path]:
+        return [directory / "shared.json"] if shared else [directory / "src.json", directory / "tgt.json"]
+
+    def save(self, directory: str | Path) -> None:
+        """The tokenizer JSON files (shared.json, or src.json and tgt.json): all `load` needs, offline."""
+        from seqbench.io import atomic_write_text
+
+        for tok, path in zip([self.src, self.tgt], self._files(Path(directory), self.shared)):
+            atomic_write_text(path, tok.to_str())
+
+    @classmethod
+    def load(cls, directory: str | Path) -> "TokenizerPair":
+        directory = Path(directory)
+        shared = (directory / "shared.json").is_file()
+        toks = [Tokenizer.from_file(str(p)) for p in cls._files(directory, shared)]
+        return cls(toks[0], toks[-1])
+
     @property
     def src_vocab_size(self) -> int:
         return self.src.get_vocab_size()
