@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +21,10 @@ from seqbench.errors import InputError, user_error
 from seqbench.results import library_versions, write_results, write_status
 from seqbench.run_status import Diverged, Interrupted, SignalGuard, guarded
 from seqbench.sizing import fit_to_budget
+
+# Lightning warns that a run resumed mid-epoch repeats batches unless its DataLoader is stateful; seqbench's batch
+# sampler resumes at the right batch instead (seqbench.callbacks.ResumeState), so the warning would be wrong here.
+warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch ended")
 
 
 def _resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
