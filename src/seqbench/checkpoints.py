@@ -34,7 +34,6 @@ def check_checkpoint(path: str | Path, module: torch.nn.Module) -> None:
                          f"it was trained with, or another run directory")
     for name, shape in expected.items():
         if found[name] != shape:
-            what = "vocabulary" if "embed" in name or "output" in name else "model size"
-            raise InputError(f"ckpt_path={path}: a checkpoint of another {what}: {name} has shape "
+            raise InputError(f"ckpt_path={path}: a checkpoint of another model size or vocabulary: {name} has shape "
                              f"{list(found[name])} there and {list(shape)} here; use the model and data config "
                              f"it was trained with, or another run directory")
