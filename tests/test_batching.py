@@ -69,3 +69,19 @@ def test_every_rank_gets_a_batch_even_when_there_are_fewer_batches_than_ranks(mo
         monkeypatch.setattr(sampler, "_rank_and_world", lambda r=rank: (r, 2))
         shares.append(list(sampler))
     assert shares == [[[0, 1]], [[2, 3, 4]]]
+
+
+def test_resumed_sampler_continues_the_epoch_after_the_batches_done():
+    src, tgt = _lengths()
+    batches = token_budget_batches(src, tgt, 400, seed=3)
+    uninterrupted = TokenBudgetBatchSampler(batches, shuffle=True, seed=7)
+    uninterrupted.set_epoch(2)
+    epoch2 = list(uninterrupted)
+    resumed = TokenBudgetBatchSampler(batches, shuffle=True, seed=7)  # a new process: its sampler starts at epoch 0
+    resumed.resume(epoch=2, batches_done=5)
+    assert list(resumed) == epoch2[5:] and len(resumed) == len(epoch2)
+    assert list(resumed) == epoch2, "only the first iteration after resume() skips"
+    finished = TokenBudgetBatchSampler(batches, shuffle=True, seed=7)
+    finished.resume(epoch=2, batches_done=len(epoch2))  # saved at the end of epoch 2: the next one is epoch 3
+    uninterrupted.set_epoch(3)
+    assert list(finished) == list(uninterrupted)

@@ -86,6 +86,21 @@ def test_cpu_preset_fits_its_time_limit(experiment):
     assert total <= CPU_PRESET_LIMIT_S, f"{experiment}: {len(jobs)} runs need about {total / 60:.0f} minutes"
 
 
+@pytest.mark.parametrize("overrides", [[]] + [[f"experiment={e}"] for e in EXPERIMENTS if not e.endswith("_gpu")])
+def test_cpu_runs_are_budgeted_by_updates_with_the_clock_as_a_guard(overrides):
+    """The same command gives the same number of updates, hence the same BLEU, on a fast or a slow machine."""
+    for cfg in [_compose(o) for o in _jobs(overrides[0].split("=")[1])] if overrides else [_compose([])]:
+        assert cfg.trainer.max_steps > 0, "budgeted by updates"
+        assert cfg.trainer.max_time, "with a wall-clock guard"
+    assert _compose([]).trainer.max_steps == 2500  # the quickstart budget the README states
+
+
+@pytest.mark.parametrize("trainer", ["gpu", "ddp"])
+def test_accelerator_trainers_do_not_inherit_the_cpu_quickstart_budget(trainer):
+    cfg = _compose([f"trainer={trainer}"])
+    assert cfg.trainer.max_steps == -1 and cfg.trainer.max_time is None
+
+
 def test_a_misplaced_measure_key_is_rejected():
     from seqbench.errors import ConfigError
 

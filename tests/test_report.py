@@ -80,3 +80,23 @@ def test_cli_default_output_and_errors(multirun, tmp_path, capsys):
     assert capsys.readouterr().out.strip().endswith("report.md")
     assert main([str(tmp_path / "missing")]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_runs_that_did_not_complete_are_listed_not_scored(tmp_path):
+    from seqbench.results import write_status
+
+    runs = make_multirun(tmp_path / "sweep", labels=("transformer",), seeds=(1, 2), n_sentences=30)
+    write_status(runs / "9", "failed", ValueError("model.d_model=7: must be even"), label="transformer", seed=3,
+                 phase="setup", step=None)
+    write_status(runs / "10", "interrupted", "interrupted by SIGTERM during training", label="transformer", seed=4,
+                 phase="training", step=120)
+    assert [r.seed for r in load_runs([runs])] == [1, 2]  # only completed runs are scored
+    assert {r.status for r in load_runs([runs], completed=False)} == {"completed", "failed", "interrupted"}
+    text = write_report([runs], tmp_path / "out", n_samples=50).read_text()
+    unfinished = text.split("## Runs that did not complete")[1]
+    assert "| transformer | 3 | failed | setup | — | ValueError: model.d_model=7: must be even |" in unfinished
+    assert "| transformer | 4 | interrupted | training | 120 |" in unfinished
+    assert "2 runs, 1 models" in text
+    only_failed = tmp_path / "failed"
+    write_status(only_failed, "failed", "boom")
+    assert main([str(only_failed)]) == 2  # nothing to report: one line, not a traceback

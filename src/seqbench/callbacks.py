@@ -1,15 +1,23 @@
 """Lightning callbacks and plugins: training throughput and progress, atomic checkpoint writes, EMA weights."""
 from __future__ import annotations
 
+import math
+import random
 import time
+from pathlib import Path
 
 import lightning as L
+import numpy as np
+import torch
 from lightning.pytorch.callbacks import EMAWeightAveraging
 from lightning.pytorch.plugins.io import TorchCheckpointIO
+from lightning.pytorch.trainer.states import RunningStage, TrainerFn
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from seqbench.benchmark import synchronize
 from seqbench.data.tokenizer import PAD_ID
 from seqbench.io import atomic_torch_save
+from seqbench.run_status import Diverged
 
 
 class TrainThroughput(L.Callback):
@@ -44,14 +52,21 @@ class TrainThroughput(L.Callback):
         synchronize(pl_module.device)
         return time.perf_counter()
 
+    _COUNTERS = ("target_tokens", "all_tokens", "steps", "seconds", "tokens_seen", "train_seconds", "_sentences",
+                 "_src_tokens", "_tgt_tokens", "_step", "_epoch_seconds", "_epoch_batches")
+
     def state_dict(self) -> dict:
-        return {"tokens_seen": self.tokens_seen, "train_seconds": self.train_seconds,
-                "epoch_times": list(self.epoch_times)}
+        # every counter, so a run resumed mid-epoch reports what an uninterrupted one would (timings aside)
+        return {**{name: getattr(self, name) for name in self._COUNTERS}, "epoch_times": list(self.epoch_times)}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        self.tokens_seen = state_dict["tokens_seen"]
-        self.train_seconds = state_dict["train_seconds"]
+        for name in self._COUNTERS:
+            if name in state_dict:  # checkpoints of older versions saved the whole-training totals only
+                setattr(self, name, state_dict[name])
         self.epoch_times = list(state_dict["epoch_times"])
+
+    def on_train_start(self, trainer, pl_module):
+        self._mark = self._now(pl_module)  # a run resumed mid-epoch gets no on_train_epoch_start
 
     def on_train_epoch_start(self, trainer, pl_module):
         self._mark = self._now(pl_module)
@@ -137,3 +152,106 @@ class EMAWeights(EMAWeightAveraging):
     def on_validation_epoch_end(self, trainer, pl_module):
         if trainer.state.fn == "fit":
             super().on_validation_epoch_end(trainer, pl_module)
+
+
+def _rng_states() -> dict:
+    """Every generator training draws from (dropout: torch; seed_everything also seeds Python and NumPy), as plain
+    types and tensors so checkpoints load with torch.load(weights_only=True)."""
+    numpy = np.random.get_state(legacy=False)
+    states = {"torch": torch.get_rng_state(), "python": random.getstate(),
+              "numpy": {"key": torch.from_numpy(numpy["state"]["key"].astype(np.int64)), "pos": numpy["state"]["pos"],
+                        "has_gauss": numpy["has_gauss"], "gauss": numpy["gauss"]}}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def _set_rng_states(states: dict) -> None:
+    torch.set_rng_state(states["torch"])
+    random.setstate(states["python"])
+    numpy = states["numpy"]
+    np.random.set_state(("MT19937", numpy["key"].numpy().astype(np.uint32), numpy["pos"], numpy["has_gauss"],
+                         numpy["gauss"]))
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
+
+
+class ResumeState(L.Callback):
+    """What a run needs, beyond Lightning's checkpoint, to resume exactly where it stopped; and the checkpoint taken
+    when it is stopped.
+
+    Lightning checkpoints hold the model, optimizer, scheduler, loop counters and callback states, but not the
+    position in the epoch's batch order nor the random generators. This callback saves both (the batches done in the
+    current epoch, and the RNG states) and restores them: the datamodule's next train loader skips the batches
+    done (`Seq2SeqDataModule.resume_training_at`), and the generators are set back as they were when the checkpoint
+    was taken. With a fixed seed on one CPU process, a run stopped and resumed ends with the weights, losses and
+    BLEU of an uninterrupted run.
+
+    When training is stopped by SIGTERM/SIGINT (seqbench.run_status), Lightning ends at a batch boundary and this
+    callback saves `checkpoint_path` (last.ckpt, what a rerun in the run directory resumes from). A stop during
+    validation saves nothing: the previous last.ckpt stays, and the rerun repeats the batches since.
+    """
+
+    def __init__(self, checkpoint_path: str):
+        self.checkpoint_path = checkpoint_path
+        self.epoch = self.batches_done = 0
+        self.epoch_finished = False
+        self._rng_to_restore: dict | None = None
+
+    def state_dict(self) -> dict:
+        return {"epoch": self.epoch, "batches_done": self.batches_done, "epoch_finished": self.epoch_finished,
+                "rng": _rng_states()}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.epoch, self.batches_done = state_dict["epoch"], state_dict["batches_done"]
+        self.epoch_finished = state_dict["epoch_finished"]
+        self._rng_to_restore = state_dict["rng"]
+
+    def on_fit_start(self, trainer, pl_module):
+        if self._rng_to_restore is None:
+            return
+        resume = getattr(trainer.datamodule, "resume_training_at", None)
+        if resume is not None:
+            resume(self.epoch, self.batches_done)
+        if self.epoch_finished:
+            # The next epoch's DataLoader iterator, created after this hook, draws its seed from the torch generator,
+            # as the uninterrupted run's did after the checkpoint.
+            _set_rng_states(self._rng_to_restore)
+            self._rng_to_restore = None
+
+    def on_train_start(self, trainer, pl_module):
+        # Resumed mid-epoch: the epoch's iterator (made above, before this hook) drew its seed when the uninterrupted
+        # run began the epoch, which the saved state already includes.
+        if self._rng_to_restore is not None:
+            _set_rng_states(self._rng_to_restore)
+            self._rng_to_restore = None
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        self.epoch, self.batches_done, self.epoch_finished = trainer.current_epoch, 0, False
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.batches_done += 1
+        self.epoch_finished = self.batches_done >= trainer.num_training_batches
+
+    def on_exception(self, trainer, pl_module, exception):
+        # Lightning raises SIGTERMException at a batch boundary: the state is consistent there, and only there
+        # (a real error may have left a half-done step; a stop mid-validation would resume a half-scored validation).
+        if (isinstance(exception, SIGTERMException) and trainer.state.fn == TrainerFn.FITTING
+                and trainer.state.stage == RunningStage.TRAINING):
+            trainer.save_checkpoint(self.checkpoint_path)
+
+
+class StopOnNonFiniteLoss(L.Callback):
+    """Stops training with one line naming the update when the loss is NaN or infinite, before that update's
+    backward pass and optimizer step: the weights and the last checkpoint written stay those of the last good
+    update. All processes agree before stopping, so DDP ranks do not wait on each other."""
+
+    def on_before_backward(self, trainer, pl_module, loss):
+        bad = not math.isfinite(float(loss.detach()))
+        if trainer.strategy.reduce_boolean_decision(bad, all=False):
+            folder = Path(trainer.default_root_dir) / "checkpoints"
+            kept = (f"the checkpoints before it are kept in {folder}" if list(folder.glob("*.ckpt"))
+                    else "no checkpoint was written before it")
+            raise Diverged(f"training diverged: the loss is {float(loss.detach())} at update "
+                           f"{trainer.global_step + 1} (epoch {trainer.current_epoch}); {kept}; lower optimizer.lr "
+                           f"or raise scheduler.warmup_steps")

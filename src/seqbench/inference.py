@@ -68,19 +68,20 @@ def save_run_files(directory: str | Path, spec: dict, decoding: dict, tokenizers
     atomic_write_text(directory / CONFIG_FILE, config_yaml)
 
 
-def read_checkpoint(path: str | Path) -> dict:
+def read_checkpoint(path: str | Path, origin: str | None = None) -> dict:
     """A Lightning checkpoint, loaded on the CPU with `weights_only=True`: tensors and plain containers only, so
-    opening a checkpoint from elsewhere cannot run code."""
+    opening a checkpoint from elsewhere cannot run code. `origin` names it in error messages (default: its path)."""
     path = Path(path)
+    origin = origin or str(path)
     if not path.is_file():
-        raise InputError(f"{path}: no such checkpoint file")
+        raise InputError(f"{origin}: no such checkpoint file")
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as error:
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise InputError(f"{path}: not a readable checkpoint ({first_line})") from error
+        raise InputError(f"{origin}: not a readable checkpoint ({first_line[:200]})") from None
     if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
-        raise InputError(f"{path}: not a Lightning checkpoint (no state_dict)")
+        raise InputError(f"{origin}: not a Lightning checkpoint (no state_dict)")
     return checkpoint
 
 
@@ -130,11 +131,12 @@ def check_fits(model: Seq2Seq, weights: dict[str, torch.Tensor], origin: str, fo
                          + (" ..." if len(detail or problems) > 3 else ""))
 
 
-def load_checkpoint_weights(model: Seq2Seq, path: str | Path, expected: dict) -> dict:
-    """Loads a checkpoint's weights into `model` after checking they fit; returns the checkpoint."""
-    checkpoint = read_checkpoint(path)
+def load_checkpoint_weights(model: Seq2Seq, path: str | Path, expected: dict, origin: str | None = None) -> dict:
+    """Loads a checkpoint's weights into `model` after checking they fit; returns the checkpoint. `origin` names the
+    checkpoint in error messages (default: its path)."""
+    checkpoint = read_checkpoint(path, origin)
     weights = model_weights(checkpoint)
-    check_fits(model, weights, str(path), checkpoint_spec(checkpoint), expected)
+    check_fits(model, weights, origin or str(path), checkpoint_spec(checkpoint), expected)
     model.load_state_dict(weights)
     return checkpoint
 

@@ -2,6 +2,12 @@
 
 Schema version 1 (fields are added, never renamed, without a version bump):
   schema_version   int
+  status           "completed" (absent in records of older versions: completed too). A run that did not complete
+                   writes a short record instead (`write_status`): status "interrupted" (SIGTERM/SIGINT; rerun with
+                   hydra.run.dir=<run dir> to resume), "diverged" (NaN/inf loss) or "failed" (an error), with
+                   "error" (one line), "phase" (setup, data preparation, training, validation, testing,
+                   measurements, writing results), "step" (updates done; null before training), "resume_checkpoint"
+                   (the last.ckpt a rerun resumes from, or null), "label", "seed", "run_dir", "config"
   label            compare.label: the run's name in reports; runs sharing a label are seeds of one model
   model            {"name", "class", "config", "param_budget"}  the resolved model config, after resizing to
                    compare.param_budget parameters when that is set (null otherwise)
@@ -62,3 +68,12 @@ def library_versions() -> dict[str, str]:
 def write_results(results: dict, run_dir: str | Path) -> Path:
     text = json.dumps({"schema_version": SCHEMA_VERSION, **results}, indent=2, default=str) + "\n"
     return atomic_write_text(Path(run_dir) / "results.json", text)
+
+
+def write_status(run_dir: str | Path, status: str, error: BaseException | str, **fields) -> Path:
+    """The record of a run that did not complete (see the schema above); `error` becomes its one-line reason."""
+    line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if isinstance(error, BaseException) and status == "failed":
+        line = f"{type(error).__name__}: {line}"
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    return write_results({"status": status, "error": line, **fields}, run_dir)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,10 +16,15 @@ from seqbench import benchmark
 from seqbench.attention_maps import attention_examples, save_attention
 from seqbench.callbacks import AtomicCheckpointIO, TrainThroughput
 from seqbench.config_check import validate
-from seqbench.errors import InputError
+from seqbench.errors import InputError, user_error
 from seqbench.inference import instantiate_model, load_checkpoint_weights, model_spec, save_run_files
-from seqbench.results import library_versions, write_results
+from seqbench.results import library_versions, write_results, write_status
+from seqbench.run_status import Diverged, Interrupted, SignalGuard, guarded
 from seqbench.sizing import fit_to_budget
+
+# Lightning warns that a run resumed mid-epoch repeats batches unless its DataLoader is stateful; seqbench's batch
+# sampler resumes at the right batch instead (seqbench.callbacks.ResumeState), so the warning would be wrong here.
+warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch ended")
 
 
 def _resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
@@ -92,13 +98,43 @@ def _log_measurements(trainer, results: dict) -> None:
 
 
 def run(cfg: DictConfig) -> dict:
+    """One run; a run that does not complete leaves results.json with its status ("interrupted", "diverged",
+    "failed") and the reason, and raises (train.py turns that into the exit status)."""
     started = time.perf_counter()
     validate(cfg)
+    run_dir = Path(cfg.paths.output_dir)
+    progress: dict = {}  # the trainer, once there is one: the record names the update reached
+    with guarded() as guard:
+        try:
+            return _run(cfg, guard, started, progress)
+        except (Interrupted, Diverged) as stop:
+            status = "interrupted" if isinstance(stop, Interrupted) else "diverged"
+            _record_stop(cfg, run_dir, status, stop, progress, guard.phase)
+            raise
+        except Exception as error:
+            if user_error(error) is None:  # a bad input is reported before anything runs; a crash is recorded
+                _record_stop(cfg, run_dir, "failed", error, progress, guard.phase)
+            raise
+
+
+def _record_stop(cfg: DictConfig, run_dir: Path, status: str, error: BaseException, progress: dict,
+                 phase: str) -> None:
+    trainer = progress.get("trainer")
+    if trainer is not None and not trainer.is_global_zero:
+        return
+    last = run_dir / "checkpoints" / "last.ckpt"
+    write_status(run_dir, status, error, phase=phase, step=trainer.global_step if trainer is not None else None,
+                 resume_checkpoint=str(last) if last.is_file() else None, label=cfg.compare.label, seed=cfg.seed,
+                 run_dir=str(run_dir.resolve()), config=OmegaConf.to_container(cfg, resolve=True))
+
+
+def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) -> dict:
     benchmark.reset_peak_memory()
     if cfg.get("threads"):
         torch.set_num_threads(cfg.threads)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     run_dir = Path(cfg.paths.output_dir)
+    guard.phase = "data preparation"
     checkpoint_in = _resume_checkpoint(cfg, run_dir)
     if not cfg.get("train", True) and checkpoint_in is None:
         raise InputError("train=false evaluates a trained model: set ckpt_path=<file.ckpt>")
@@ -111,7 +147,7 @@ def run(cfg: DictConfig) -> dict:
     model = instantiate_model(model_cfg, *datamodule.vocab_sizes)
     spec = model_spec(model_cfg, tokenizers)
     if checkpoint_in is not None:  # another architecture or vocabulary: one line now, not a traceback mid-run
-        load_checkpoint_weights(model, checkpoint_in, spec)
+        load_checkpoint_weights(model, checkpoint_in, spec, origin=f"ckpt_path={checkpoint_in}")
     # model_spec goes in after instantiation: Hydra would try to build the `_target_` inside its model config
     module = instantiate(cfg.module, _partial_=True, _convert_="all")(model=model, model_spec=spec)
 
@@ -121,10 +157,13 @@ def run(cfg: DictConfig) -> dict:
     if trainer.is_global_zero:  # the run directory stands on its own: translate needs no cache or network
         save_run_files(run_dir, spec, OmegaConf.to_container(cfg.module.decoding), tokenizers,
                        OmegaConf.to_yaml(cfg, resolve=True))
+    progress["trainer"] = trainer
 
+    # Checkpoints are loaded with weights_only=True: tensors and plain types only, never arbitrary pickled objects.
     fit_started = time.perf_counter()
     if cfg.get("train", True):
-        trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint_in)
+        with guard.phase_of_run("training", lightning=True):
+            trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint_in, weights_only=True)
         checkpoint = trainer.checkpoint_callback
         best = checkpoint.best_model_path if checkpoint is not None and checkpoint.best_model_path else None
     else:
@@ -132,16 +171,20 @@ def run(cfg: DictConfig) -> dict:
     fit_seconds = time.perf_counter() - fit_started
 
     module.val_bleu = True  # final scores always include BLEU, whatever was monitored during training
-    trainer.validate(module, datamodule=datamodule, ckpt_path=best, verbose=False)
+    with guard.phase_of_run("validation", lightning=True):
+        trainer.validate(module, datamodule=datamodule, ckpt_path=best, verbose=False, weights_only=True)
     if cfg.get("test", True):
-        trainer.test(module, datamodule=datamodule, ckpt_path=best, verbose=False)
+        with guard.phase_of_run("testing", lightning=True):
+            trainer.test(module, datamodule=datamodule, ckpt_path=best, verbose=False, weights_only=True)
 
     throughput = next((c for c in callbacks if isinstance(c, TrainThroughput)), None)
     scores = {split: {k: v for k, v in r.items() if k not in ("hypotheses", "indices")}
               for split, r in module.eval_results.items()}
+    guard.phase = "measurements"
     measurements = measure(cfg, trainer, module, datamodule, throughput)
     device = trainer.strategy.root_device
     results = {
+        "status": "completed",
         "label": cfg.compare.label,
         "model": {"name": cfg.model.name, "class": cfg.model._target_, "config": model_cfg,
                   "param_budget": cfg.compare.param_budget},
@@ -163,6 +206,7 @@ def run(cfg: DictConfig) -> dict:
         "config": OmegaConf.to_container(cfg, resolve=True),
     }
     _log_measurements(trainer, results)
+    guard.phase = "writing results"
     if trainer.is_global_zero:
         write_results(results, run_dir)
         _print_summary(results)

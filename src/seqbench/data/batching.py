@@ -39,13 +39,28 @@ def token_budget_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], max_t
 
 
 class TokenBudgetBatchSampler(Sampler[list[int]]):
-    """Yields the precomputed batches in a seeded per-epoch order; each distributed rank gets an equal share."""
+    """Yields the precomputed batches in a seeded per-epoch order; each distributed rank gets an equal share.
+
+    Resumable mid-epoch: `resume(epoch, batches_done)` makes the next iteration continue that epoch's order after the
+    batches already trained on, so a restarted run sees exactly the batches an uninterrupted one would.
+    """
 
     def __init__(self, batches: list[list[int]], shuffle: bool, seed: int = 0):
         self.batches, self.shuffle, self.seed, self.epoch = batches, shuffle, seed, 0
+        self._skip = 0  # batches of the next iteration already consumed before a restart
 
     def set_epoch(self, epoch: int) -> None:  # called by Lightning at the start of every epoch
         self.epoch = epoch
+
+    def resume(self, epoch: int, batches_done: int) -> None:
+        """Continue `epoch` after its first `batches_done` batches; a finished epoch continues with the next one.
+
+        Set before the first iteration: Lightning creates the resumed epoch's iterator (and fetches its first batch)
+        before it calls `set_epoch`.
+        """
+        if batches_done >= len(self):
+            epoch, batches_done = epoch + 1, 0
+        self.epoch, self._skip = epoch, batches_done
 
     def _rank_and_world(self) -> tuple[int, int]:
         if torch.distributed.is_available() and torch.distributed.is_initialized():
@@ -63,9 +78,10 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         return [batches[i] for i in order[rank:usable:world]]
 
     def __iter__(self) -> Iterator[list[int]]:
-        return iter(self._my_batches())
+        skip, self._skip = self._skip, 0
+        return iter(self._my_batches()[skip:])
 
-    def __len__(self) -> int:
+    def __len__(self) -> int:  # the whole epoch, also when resumed: Lightning counts the batches done before
         return len(self._my_batches())
 
 

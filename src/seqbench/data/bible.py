@@ -53,6 +53,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
+from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
 from seqbench.data.stats import length_histogram, length_summary
 from seqbench.data.wheel_source import WheelMember
@@ -409,16 +410,17 @@ class BibleCorpus:
         self._validate()
         cache_dir = Path(cache_dir)
         path = cache_dir / self.name / "dataset"
-        if path.exists():
-            log.info("bible corpus %s: cached at %s", self.name, path)
-            return load_from_disk(str(path))
-        database = self._database(cache_dir)
-        dataset, report = self.build(database)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path.parent / "cleaning_report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-        save_atomically(dataset, path)
-        _log_report(report)
-        return load_from_disk(str(path))
+
+        def build() -> None:
+            dataset, report = self.build(self._database(cache_dir))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path.parent / "cleaning_report.json",
+                              json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+            save_atomically(dataset, path)
+            _log_report(report)
+
+        log.info("bible corpus %s: cache %s", self.name, path)
+        return cached(path, lambda: load_from_disk(str(path)), build, "dataset")
 
     def build(self, database: Path) -> tuple[DatasetDict, dict]:
         """Read, clean, pair, filter and split; returns the dataset and the cleaning report."""
@@ -521,8 +523,21 @@ class BibleCorpus:
 
     # -- source file
     def _database(self, cache_dir: Path) -> Path:
-        return SOURCE.fetch(cache_dir / "bible-source", self.wheel_path, self.wheel_sha256,
-                            key_prefix="data.corpus.")
+        source_dir, options = cache_dir / "bible-source", (self.wheel_path, self.wheel_sha256, "data.corpus.")
+        database = SOURCE.target(source_dir, *options)
+        return cached(database, lambda: _check_database(database), lambda: SOURCE.fetch(source_dir, *options),
+                      "Bible database")
+
+
+def _check_database(database: Path) -> Path:
+    """The database if SQLite finds it intact (for a database cached before checksums existed)."""
+    con = sqlite3.connect(f"{Path(database).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        if con.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            raise sqlite3.DatabaseError("quick_check failed")
+    finally:
+        con.close()
+    return database
 
 
 def _read_translations(database: Path, langs) -> tuple[dict[str, dict], dict[str, dict]]:

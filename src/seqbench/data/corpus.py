@@ -10,6 +10,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
+from seqbench.data.cache import cached
 from seqbench.data.synthetic import GrammarConfig, generate_splits
 from seqbench.errors import ConfigError
 from seqbench.io import atomic_path
@@ -40,10 +41,10 @@ class SyntheticCorpus:
 
     def load(self, cache_dir: str | Path) -> DatasetDict:
         path = Path(cache_dir) / self.name / "dataset"
-        if path.exists():
-            return load_from_disk(str(path))
-        splits = generate_splits(self.config)
-        dataset = DatasetDict({name: Dataset.from_list(splits[name]) for name in SPLITS})
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_atomically(dataset, path)
-        return load_from_disk(str(path))
+
+        def build() -> None:
+            splits = generate_splits(self.config)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            save_atomically(DatasetDict({name: Dataset.from_list(splits[name]) for name in SPLITS}), path)
+
+        return cached(path, lambda: load_from_disk(str(path)), build, "dataset")

@@ -33,6 +33,12 @@ class Seq2SeqDataModule(L.LightningDataModule):
         self.encoded: dict[str, EncodedSplit] = {}
         self.filter_counts: dict[str, int] = {}  # pairs removed by the length filters, per split
         self.raw_sizes: dict[str, int] = {}      # pairs per split before the length filters
+        self._train_resume: tuple[int, int] | None = None  # (epoch, batches done) for the next train loader
+
+    def resume_training_at(self, epoch: int, batches_done: int) -> None:
+        """The next train_dataloader() continues `epoch` after `batches_done` batches (seqbench.callbacks.
+        ResumeState calls this when a run restarts from a checkpoint taken mid-epoch)."""
+        self._train_resume = (epoch, batches_done)
 
     def prepare_data(self) -> None:
         # Runs on one process per node before `setup` (and again before every trainer.validate/test): build the
@@ -78,6 +84,9 @@ class Seq2SeqDataModule(L.LightningDataModule):
 
     def _loader(self, data: EncodedSplit, batches: list[list[int]], shuffle: bool) -> DataLoader:
         sampler = TokenBudgetBatchSampler(batches, shuffle=shuffle, seed=self.seed)
+        if shuffle and self._train_resume is not None:  # the training loader of a run resumed mid-epoch
+            sampler.resume(*self._train_resume)
+            self._train_resume = None
         return DataLoader(data, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers)
 
     def train_dataloader(self) -> DataLoader:

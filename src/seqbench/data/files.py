@@ -19,6 +19,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
+from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
 from seqbench.errors import InputError
 
@@ -106,15 +107,16 @@ class FileCorpus:
     def load(self, cache_dir: str | Path) -> DatasetDict:
         self._digest = None  # files may have changed since the name was last computed
         path = Path(cache_dir) / self.name / "dataset"
-        if path.exists():
-            return load_from_disk(str(path))
-        files = self._validate_options()
-        parse = {"tsv": self._parse_tsv, "jsonl": self._parse_jsonl, "text": self._parse_text}[self.format]
-        dataset = DatasetDict({split: Dataset.from_dict(dict(zip(("src", "tgt"), parse(files[split]))))
-                               for split in SPLITS})
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_atomically(dataset, path)
-        return load_from_disk(str(path))
+
+        def build() -> None:
+            files = self._validate_options()
+            parse = {"tsv": self._parse_tsv, "jsonl": self._parse_jsonl, "text": self._parse_text}[self.format]
+            dataset = DatasetDict({split: Dataset.from_dict(dict(zip(("src", "tgt"), parse(files[split]))))
+                                   for split in SPLITS})
+            path.parent.mkdir(parents=True, exist_ok=True)
+            save_atomically(dataset, path)
+
+        return cached(path, lambda: load_from_disk(str(path)), build, "dataset")
 
     def _parse_tsv(self, files: list[Path]) -> tuple[list[str], list[str]]:
         (path,) = files

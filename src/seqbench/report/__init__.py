@@ -41,7 +41,9 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     """Writes report.md and the PNGs into `out`; returns the path of report.md."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    every_run = load_runs(paths, completed=False)
     runs = load_runs(paths)
+    unfinished = [r for r in every_run if r.status != "completed"]
     groups = group_by_label(runs, split)
     rows = summary_rows(groups, split)
     tests = significance(groups, split, n_samples)
@@ -83,6 +85,16 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         for run in members:
             bleu = run.results.get(split, {}).get("bleu")
             lines.append(f"| {label} | {run.seed} | {'—' if bleu is None else f'{bleu:.2f}'} | {run.path} |")
+    if unfinished:
+        lines += ["", "## Runs that did not complete", "",
+                  "Left out of every table and plot above. `interrupted`: rerun with `hydra.run.dir=<directory>` to "
+                  "resume.", "", "| model | seed | status | during | update | reason | directory |",
+                  "|---|---|---|---|---|---|---|"]
+        for run in unfinished:
+            r = run.results
+            reason = str(r.get("error", "")).replace("|", "\\|")
+            lines.append(f"| {r.get('label', '—')} | {run.seed} | {run.status} | {r.get('phase', '—')} | "
+                         f"{'—' if r.get('step') is None else r['step']} | {reason} | {run.path} |")
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -27,6 +27,11 @@ class Run:
     def seed(self):
         return self.results.get("seed")
 
+    @property
+    def status(self) -> str:
+        """"completed", or why the run has no scores: "interrupted", "diverged", "failed" (seqbench.results)."""
+        return self.results.get("status", "completed")  # records older than the status field are all completed
+
     def lines(self, name: str, split: str = "test") -> list[str] | None:
         """hypotheses / references / sources of a split, one sentence per line; None when the run has none."""
         key = f"{name}.{split}"
@@ -82,11 +87,19 @@ def find_results(paths: Iterable[str | Path]) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in found))
 
 
-def load_runs(paths: Iterable[str | Path]) -> list[Run]:
+def load_runs(paths: Iterable[str | Path], completed: bool = True) -> list[Run]:
+    """The runs under `paths`: only the completed ones (those with scores), or all with `completed=False`."""
+    paths = list(paths)
     runs = [Run(p.parent, json.loads(p.read_text())) for p in find_results(paths)]
     if not runs:
         raise FileNotFoundError(f"no results.json under {', '.join(map(str, paths))}")
-    return runs
+    if not completed:
+        return runs
+    done = [r for r in runs if r.status == "completed"]
+    if not done:
+        raise FileNotFoundError(f"no completed run under {', '.join(map(str, paths))} ({len(runs)} did not "
+                                f"complete: {', '.join(sorted({r.status for r in runs}))})")
+    return done
 
 
 def group_by_label(runs: list[Run], split: str = "test") -> dict[str, list[Run]]:
