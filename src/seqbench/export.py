@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from omegaconf import OmegaConf
 
 from seqbench.errors import InputError, run_cli
 from seqbench.inference import CONFIG_FILE, MODEL_FILE, TOKENIZERS_DIR, WEIGHTS_FILE, load_run
+from seqbench.io import atomic_path
 
 
 def _training_command(run_dir: Path) -> str:
@@ -97,9 +97,8 @@ def export(run: Path, out: Path, checkpoint: str = "best") -> Path:
         raise InputError(f"{out}: exists and is not an empty folder")
     results = json.loads((root / "results.json").read_text())
     # Built beside OUT and renamed into place: an interrupted export leaves no half-written model folder.
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    tmp.mkdir(parents=True)
-    try:
+    with atomic_path(out) as tmp:
+        tmp.mkdir(parents=True)
         save_model(loaded.model, str(tmp / WEIGHTS_FILE),
                    metadata={"format": "pt", "source": loaded.weights.name, "model": loaded.spec["model"]["name"]})
         loaded.tokenizers.save(tmp / TOKENIZERS_DIR)
@@ -109,9 +108,6 @@ def export(run: Path, out: Path, checkpoint: str = "best") -> Path:
             shutil.copyfile(root / CONFIG_FILE, tmp / CONFIG_FILE)
         (tmp / "README.md").write_text(model_card(results, _training_command(root), loaded.weights.name),
                                        encoding="utf-8")
-        os.replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
