@@ -16,6 +16,7 @@ from seqbench.attention_maps import attention_examples, save_attention
 from seqbench.callbacks import AtomicCheckpointIO, TrainThroughput
 from seqbench.config_check import validate
 from seqbench.errors import InputError
+from seqbench.evaluation import Evaluator
 from seqbench.results import library_versions, write_results
 from seqbench.sizing import fit_to_budget
 
@@ -133,8 +134,12 @@ def run(cfg: DictConfig) -> dict:
         trainer.test(module, datamodule=datamodule, ckpt_path=best, verbose=False)
 
     throughput = next((c for c in callbacks if isinstance(c, TrainThroughput)), None)
-    scores = {split: {k: v for k, v in r.items() if k not in ("hypotheses", "indices")}
-              for split, r in module.eval_results.items()}
+    scores = {split: evaluation.scores for split, evaluation in module.evaluations.items()}
+    if trainer.is_global_zero:
+        # Hypotheses with their references and sources, line by line: `python -m seqbench.score` and the report
+        # rescore and test significance from the run directory alone.
+        for split, evaluation in module.evaluations.items():
+            Evaluator.write(run_dir, split, evaluation)
     measurements = measure(cfg, trainer, module, datamodule, throughput)
     device = trainer.strategy.root_device
     results = {

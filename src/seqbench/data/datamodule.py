@@ -94,7 +94,10 @@ class Seq2SeqDataModule(L.LightningDataModule):
         return DataLoader(data, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers)
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
+        # Lightning's overfit_batches (debug=overfit) needs the same batches every epoch, and it cannot turn off the
+        # shuffling of a batch sampler itself.
+        overfit = self.trainer is not None and self.trainer.overfit_batches > 0
+        return self._loader("train", shuffle=not overfit)
 
     def val_dataloader(self) -> DataLoader:
         return self._loader("valid", shuffle=False)
