@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from seqbench.attention_maps import save_attention
-from seqbench.metrics import bleu_by_length, corpus_bleu, corpus_chrf
+from seqbench.evaluation import Evaluator, SplitEvaluation
 from seqbench.results import write_results
 
 # label -> (family, share of reference words each model gets right, attention shape [L, H] or None)
@@ -35,12 +35,8 @@ def make_run(run_dir: Path, label: str, seed: int, sources: list[str], reference
     accuracy = min(1.0, accuracy + rng.uniform(-0.03, 0.03))
     run_dir.mkdir(parents=True)
     hypotheses = [_hypothesis(r, accuracy, rng) for r in references]
-    for name, lines in (("hypotheses", hypotheses), ("references", references), ("sources", sources)):
-        (run_dir / f"{name}.test.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    lengths = [len(s.split()) for s in sources]
-    test = {"bleu": corpus_bleu(hypotheses, references)[0], "bleu_signature": corpus_bleu(["a"], ["a"])[1],
-            "chrf": corpus_chrf(hypotheses, references)[0], "n_sentences": len(hypotheses),
-            "bleu_by_length": bleu_by_length(hypotheses, references, lengths)}
+    test = Evaluator().score(hypotheses, references, sources)
+    Evaluator.write(run_dir, "test", SplitEvaluation(test, hypotheses, references, sources, list(range(len(sources)))))
     speed = {"transformer": 3.0, "rnn": 1.0}[family] * rng.uniform(0.9, 1.1)
     results = {
         "label": label, "model": {"name": family, "class": "x", "config": {}, "param_budget": None},

@@ -69,5 +69,7 @@ def test_overfits_64_pairs(case, tmp_path):
                         default_root_dir=tmp_path, use_distributed_sampler=False)
     trainer.fit(module, datamodule=datamodule)
     trainer.test(module, datamodule=datamodule, verbose=False)
-    assert module.eval_results["test"]["bleu"] >= 95, module.eval_results["test"]["hypotheses"][:3]
-    assert (tmp_path / "hypotheses.test.txt").read_text().count("\n") == 64
+    test = module.evaluations["test"]
+    assert test.scores["bleu"] >= 95, test.hypotheses[:3]
+    assert len(test.hypotheses) == len(test.references) == test.scores["n_sentences"] == 64
+    assert not list(tmp_path.glob("*.txt")), "the module scores; writing the run's files is seqbench.run's job"

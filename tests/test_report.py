@@ -6,7 +6,8 @@ import re
 import pytest
 
 from report_fixtures import MODELS, make_multirun
-from seqbench.report import group_by_label, load_runs, significance, summary_rows, write_report
+from seqbench.evaluation import Evaluator
+from seqbench.report import external_run, group_by_label, load_runs, significance, summary_rows, write_report
 from seqbench.report.__main__ import main
 
 
@@ -100,3 +101,37 @@ def test_runs_that_did_not_complete_are_listed_not_scored(tmp_path):
     only_failed = tmp_path / "failed"
     write_status(only_failed, "failed", "boom")
     assert main([str(only_failed)]) == 2  # nothing to report: one line, not a traceback
+
+
+def test_external_system_is_an_extra_row(multirun, tmp_path):
+    first = load_runs([multirun])[0]
+    references, sources = first.lines("references"), first.lines("sources")
+    hyp = tmp_path / "fairseq.detok.txt"
+    hyp.write_text("".join(r + "\n" for r in references), encoding="utf-8")  # a perfect system
+    external = external_run("fairseq", hyp, first)
+    assert external.results["test"] == Evaluator().score(references, references, sources)
+    assert [b["bucket"] for b in external.results["test"]["bleu_by_length"]] == \
+        [b["bucket"] for b in first.results["test"]["bleu_by_length"]]
+    text = write_report([multirun], tmp_path / "out", n_samples=50, external={"fairseq": hyp}).read_text()
+    table = [line for line in text.splitlines() if line.startswith("| fairseq |")]
+    assert len(table) == 4  # main table, significance matrix, BLEU by length, runs
+    assert "| external |" in table[0] and "100.00" in table[0] and "p vs fairseq" in text  # the best row
+    assert table[2].count("100.00") == len(first.results["test"]["bleu_by_length"])
+    assert "| rnnsearch |" in text and "| 0.0" in [line for line in text.splitlines()
+                                                    if line.startswith("| rnnsearch | rnn |")][0]
+
+
+@pytest.mark.parametrize("external, message", [
+    ("fairseq", "NAME=HYP_FILE"),
+    ("transformer={hyp}", "already has that label"),
+    ("short={short}", "1 lines"),
+    ("gone={missing}", "file not found"),
+])
+def test_external_errors_are_one_line(multirun, tmp_path, capsys, external, message):
+    hyp, short = tmp_path / "hyp.txt", tmp_path / "short.txt"
+    hyp.write_text("".join(r + "\n" for r in load_runs([multirun])[0].lines("references")), encoding="utf-8")
+    short.write_text("one line\n", encoding="utf-8")
+    item = external.format(hyp=hyp, short=short, missing=tmp_path / "missing.txt")
+    assert main([str(multirun), "--out", str(tmp_path / "out"), "--external", item]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = ["data.corpus.train_size=120", "data.corpus.valid_per_bucket=1", "data.corpus.test_per_bucket=1",
-        "data.vocab_size=300", "data.max_tokens=1024", "trainer.max_steps=4", "trainer.max_epochs=1",
-        "module.decoding.beam_size=2", "module.decoding.max_len_a=0.5", "module.decoding.max_len_b=3",
-        "callbacks.progress_bar=null", "callbacks.throughput.warmup_steps=1", "threads=1"]
+# conf/debug/limit.yaml cuts batches, decoding length and measurements; on top: a tiny corpus, 4 updates, beam 2.
+TINY = ["debug=limit", "data.corpus.train_size=120", "data.corpus.valid_per_bucket=1",
+        "data.corpus.test_per_bucket=1", "data.vocab_size=300", "data.max_tokens=1024", "trainer.max_steps=4",
+        "module.decoding.beam_size=2", "callbacks.progress_bar=null", "threads=1"]
 TINY_MODELS = {
     "transformer": ["model=transformer", "model.d_model=32", "model.n_heads=2", "model.d_ff=64",
                     "model.encoder_layers=1", "model.decoder_layers=1"],
@@ -115,7 +115,7 @@ def test_wandb_logger_runs_offline_without_credentials(tmp_path):
 def test_ddp_on_two_cpu_processes_scores_the_whole_test_set(tmp_path):
     """Two DDP ranks each decode their share of the test batches; BLEU is computed on the gathered whole."""
     proc = train(tmp_path, *TINY, *TINY_MODELS["transformer"], "trainer.accelerator=cpu", "trainer.devices=2",
-                 "+trainer.strategy=ddp", "measure.decode_sentences=4")
+                 "+trainer.strategy=ddp", "measure.decode_sentences=4", "trainer.limit_test_batches=1.0")
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["test"]["n_sentences"] == results["data"]["sizes"]["test"]

@@ -1,6 +1,7 @@
-"""Writing files so that a killed process never leaves half of one: the one atomic-write helper of the project.
+"""File helpers: atomic writes (the one atomic-write helper of the project) and strict reading of user-given
+text files.
 
-Everything is written to a temporary sibling (same folder, so the rename stays on one file system) and renamed over
+Atomic writes: everything is written to a temporary sibling (same folder, so the rename stays on one file system) and renamed over
 the target in one step: readers see the old file, or the new one, never a truncated mix.
 """
 from __future__ import annotations
@@ -52,3 +53,30 @@ def atomic_torch_save(obj, path: str | Path) -> Path:
     with atomic_path(path) as tmp:
         torch.save(obj, tmp)
     return Path(path)
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """The file's lines, decoded as strict UTF-8 (a leading BOM and CR line ends are accepted); a missing file,
+    invalid UTF-8 or an empty file is an InputError naming the file (and line)."""
+    from seqbench.errors import InputError
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: file not found")
+    data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    raw_lines = data.split(b"\n")
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()  # the newline that ends the last line
+    lines = []
+    for number, raw in enumerate(raw_lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(f"{path}:{number}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column "
+                             f"{error.start + 1}); re-encode the file as UTF-8") from None
+        lines.append(line[:-1] if line.endswith("\r") else line)
+    if not lines:
+        raise InputError(f"{path}: the file is empty")
+    return lines

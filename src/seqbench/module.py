@@ -1,13 +1,14 @@
 """`Seq2SeqModule`: the one LightningModule that trains, validates and tests every architecture.
 
 It sees a model only through the `Seq2Seq` contract (seqbench.models.interface); there is no architecture check in
-here. Validation and test BLEU go through the same decode -> detokenise -> sacreBLEU path (`_evaluate_epoch`).
+here. Validation and test BLEU go through the same decode -> detokenise -> `Evaluator` path (`_evaluate_epoch`); the
+module only produces hypotheses and keeps what it scored in `evaluations`: writing files is the caller's job
+(seqbench.run), so the module never touches the file system.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import asdict
-from pathlib import Path
 from typing import Callable, Sequence
 
 import lightning as L
@@ -16,8 +17,9 @@ import torch.distributed as dist
 
 from seqbench.data.tokenizer import PAD_ID
 from seqbench.decoding import DecodingConfig, generate
+from seqbench.evaluation import Evaluator, SplitEvaluation
 from seqbench.losses import label_smoothed_nll
-from seqbench.metrics import DEFAULT_LENGTH_EDGES, bleu_by_length, corpus_bleu, corpus_chrf, word_count
+from seqbench.metrics import DEFAULT_LENGTH_EDGES
 from seqbench.models.interface import Seq2Seq
 
 
@@ -42,11 +44,11 @@ class Seq2SeqModule(L.LightningModule):
         self.model = model
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         self.label_smoothing, self.val_bleu = label_smoothing, val_bleu
-        self.length_buckets = tuple(length_buckets)  # upper edges, in source words, of the BLEU-by-length buckets
+        self.evaluator = Evaluator(length_buckets)  # length_buckets: upper edges, in source words, of BLEU by length
         self.decoding = decoding if isinstance(decoding, DecodingConfig) else DecodingConfig(**(decoding or {}))
         self.hparams["decoding"] = asdict(self.decoding)  # plain data: checkpoints load with weights_only=True
         self._outputs: list[tuple[int, list[int]]] = []
-        self.eval_results: dict[str, dict] = {}  # split -> bleu, chrf, bleu_by_length, signatures, hypotheses
+        self.evaluations: dict[str, SplitEvaluation] = {}  # "valid" / "test" -> the last pass's scores and text
 
     def forward(self, src, src_mask, tgt_in):
         return self.model(src, src_mask, tgt_in)
@@ -104,29 +106,16 @@ class Seq2SeqModule(L.LightningModule):
             outputs = [o for part in gathered for o in part]
         datamodule = self.trainer.datamodule
         by_index = dict(outputs)
-        references, sources = datamodule.references(split), datamodule.sources(split)
-        if len(by_index) != len(references):  # e.g. limit_val_batches: score the decoded subset only
-            references = [references[i] for i in sorted(by_index)]
-            sources = [sources[i] for i in sorted(by_index)]
-        hypotheses = datamodule.tokenizers.decode_tgt([by_index[i] for i in sorted(by_index)])
-        bleu, bleu_signature = corpus_bleu(hypotheses, references)
-        chrf, chrf_signature = corpus_chrf(hypotheses, references)
-        by_length = bleu_by_length(hypotheses, references, [word_count(s) for s in sources], self.length_buckets)
-        self.log(f"{prefix}/bleu", bleu, sync_dist=False, prog_bar=True)
-        self.log(f"{prefix}/chrf", chrf, sync_dist=False)
-        for bucket in by_length:
-            if bucket["sentences"]:  # an empty bucket has no score (None), and loggers want numbers
-                self.log(f"{prefix}/bleu_len_{bucket['bucket']}", bucket["bleu"], sync_dist=False)
-        self.eval_results[split] = {"bleu": bleu, "bleu_signature": bleu_signature, "chrf": chrf,
-                                    "chrf_signature": chrf_signature, "n_sentences": len(hypotheses),
-                                    "bleu_by_length": by_length, "indices": sorted(by_index),
-                                    "hypotheses": hypotheses}
-        if split == "test" and self.trainer.is_global_zero:
-            # Hypotheses with their references and sources, line by line: `python -m seqbench.report` rescores and
-            # tests significance from the run directory alone.
-            run_dir = Path(self.trainer.default_root_dir)
-            for name, lines in (("hypotheses", hypotheses), ("references", references), ("sources", sources)):
-                (run_dir / f"{name}.test.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        indices = sorted(by_index)  # every rank holds the gathered whole, in split order
+        data = datamodule.evaluation(split)
+        references, sources = data.references, data.sources
+        if len(indices) != len(references):  # e.g. limit_val_batches: score the decoded subset only
+            references, sources = [references[i] for i in indices], [sources[i] for i in indices]
+        hypotheses = data.detokenize([by_index[i] for i in indices])
+        scores = self.evaluator.score(hypotheses, references, sources)
+        for name, value in self.evaluator.metrics(prefix, scores).items():
+            self.log(name, value, sync_dist=False, prog_bar=name == f"{prefix}/bleu")
+        self.evaluations[split] = SplitEvaluation(scores, hypotheses, references, sources, indices)
 
     def configure_optimizers(self):
         if self.optimizer_factory is None:

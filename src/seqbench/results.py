@@ -39,8 +39,10 @@ Schema version 1 (fields are added, never renamed, without a version bump):
   peak_memory_mb   memory.cuda_max_allocated_mb on GPU, memory.cpu_rss_peak_mb on CPU
   seed, device, versions {python, torch, lightning, sacrebleu, ...}, run_dir
 
-Next to it the test pass writes hypotheses.test.txt, references.test.txt and sources.test.txt (one sentence per
-line, same order) and attention.pt (seqbench.attention_maps), so reports need nothing but the run directory.
+Next to it seqbench.run writes, for the final validation and test passes, hypotheses.<split>.txt,
+references.<split>.txt and sources.<split>.txt (split: valid, test; one sentence per line, same order, through
+seqbench.evaluation.Evaluator.write) and attention.pt (seqbench.attention_maps), so reports need nothing but the
+run directory.
 """
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from seqbench.errors import InputError, user_error
 from seqbench.inference import instantiate_model, load_checkpoint_weights, model_spec, save_run_files
 from seqbench.results import library_versions, write_results, write_status
 from seqbench.run_status import Diverged, Interrupted, SignalGuard, guarded
+from seqbench.evaluation import Evaluator
 from seqbench.sizing import fit_to_budget
 
 # Lightning warns that a run resumed mid-epoch repeats batches unless its DataLoader is stateful; seqbench's batch
@@ -178,8 +179,12 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
             trainer.test(module, datamodule=datamodule, ckpt_path=best, verbose=False, weights_only=True)
 
     throughput = next((c for c in callbacks if isinstance(c, TrainThroughput)), None)
-    scores = {split: {k: v for k, v in r.items() if k not in ("hypotheses", "indices")}
-              for split, r in module.eval_results.items()}
+    scores = {split: evaluation.scores for split, evaluation in module.evaluations.items()}
+    if trainer.is_global_zero:
+        # Hypotheses with their references and sources, line by line: `python -m seqbench.score` and the report
+        # rescore and test significance from the run directory alone.
+        for split, evaluation in module.evaluations.items():
+            Evaluator.write(run_dir, split, evaluation)
     guard.phase = "measurements"
     measurements = measure(cfg, trainer, module, datamodule, throughput)
     device = trainer.strategy.root_device

@@ -82,9 +82,10 @@ class Seq2SeqDataModule(L.LightningDataModule):
             self.encoded[split] = EncodedSplit(self.tokenizers.encode_src(self.text[split]["src"]),
                                                 self.tokenizers.encode_tgt(self.text[split]["tgt"]))
 
-    def _loader(self, data: EncodedSplit, batches: list[list[int]], shuffle: bool) -> DataLoader:
+    def _loader(self, data: EncodedSplit, batches: list[list[int]], shuffle: bool,
+                resumable: bool = False) -> DataLoader:
         sampler = TokenBudgetBatchSampler(batches, shuffle=shuffle, seed=self.seed)
-        if shuffle and self._train_resume is not None:  # the training loader of a run resumed mid-epoch
+        if resumable and self._train_resume is not None:  # the training loader of a run resumed mid-epoch
             sampler.resume(*self._train_resume)
             self._train_resume = None
         return DataLoader(data, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers)
@@ -93,7 +94,10 @@ class Seq2SeqDataModule(L.LightningDataModule):
         data = self.encoded["train"]
         batches = token_budget_batches([len(s) for s in data.src_ids], [len(t) + 1 for t in data.tgt_ids],
                                        self.max_tokens, self.max_sentences, seed=self.seed)  # +1: the <eos>
-        return self._loader(data, batches, shuffle=True)
+        # Lightning's overfit_batches (debug=overfit) needs the same batches every epoch, and it cannot turn off the
+        # shuffling of a batch sampler itself.
+        overfit = self.trainer is not None and self.trainer.overfit_batches > 0
+        return self._loader(data, batches, shuffle=not overfit, resumable=True)
 
     def val_dataloader(self) -> DataLoader:
         split = self.evaluation("valid")

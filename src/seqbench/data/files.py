@@ -22,29 +22,9 @@ from datasets import Dataset, DatasetDict, load_from_disk
 from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
 from seqbench.errors import InputError
+from seqbench.io import read_lines
 
 FORMATS = ("tsv", "jsonl", "text")
-
-
-def _read_lines(path: Path) -> list[str]:
-    """The file's lines, decoded as strict UTF-8 (a leading BOM and CR line ends are accepted)."""
-    data = path.read_bytes()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    raw_lines = data.split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()  # the newline that ends the last line
-    lines = []
-    for number, raw in enumerate(raw_lines, start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InputError(f"{path}:{number}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column "
-                             f"{error.start + 1}); re-encode the file as UTF-8") from None
-        lines.append(line[:-1] if line.endswith("\r") else line)
-    if not lines:
-        raise InputError(f"{path}: the file is empty")
-    return lines
 
 
 def _require_text(path: Path, number: int, text: str, what: str, aligned: bool = False) -> str:
@@ -121,7 +101,7 @@ class FileCorpus:
     def _parse_tsv(self, files: list[Path]) -> tuple[list[str], list[str]]:
         (path,) = files
         src, tgt = [], []
-        for number, line in enumerate(_read_lines(path), start=1):
+        for number, line in enumerate(read_lines(path), start=1):
             if not line.strip():
                 _require_text(path, number, line, "line")
             fields = line.split("\t")
@@ -135,7 +115,7 @@ class FileCorpus:
     def _parse_jsonl(self, files: list[Path]) -> tuple[list[str], list[str]]:
         (path,) = files
         src, tgt = [], []
-        for number, line in enumerate(_read_lines(path), start=1):
+        for number, line in enumerate(read_lines(path), start=1):
             if not line.strip():
                 _require_text(path, number, line, "line")
             try:
@@ -157,7 +137,7 @@ class FileCorpus:
 
     def _parse_text(self, files: list[Path]) -> tuple[list[str], list[str]]:
         src_path, tgt_path = files
-        src_lines, tgt_lines = _read_lines(src_path), _read_lines(tgt_path)
+        src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)
         if len(src_lines) != len(tgt_lines):
             raise InputError(f"{src_path} has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)} "
                              f"(first unpaired line: {min(len(src_lines), len(tgt_lines)) + 1}); aligned files need "

@@ -4,21 +4,23 @@ Run directories (or multirun directories: results.json files are found recursive
 (`compare.label`; runs sharing one are seeds of one model). The report is a markdown table of means ± seed std with
 paired bootstrap p-values, BLEU by source length, and PNG plots; notebooks/compare.ipynb shows the same through the
 same functions. Everything is read from the run directories: results.json, {hypotheses,references,sources}.test.txt,
-csv/metrics.csv and attention.pt.
+csv/metrics.csv and attention.pt. Other toolkits' outputs join as extra rows (`--external NAME=HYP_FILE`), scored
+against the first run's references and sources (seqbench.report.load.external_run).
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from seqbench.report.load import Run, find_results, group_by_label, load_runs
+from seqbench.errors import InputError
+from seqbench.report.load import Run, external_run, find_results, group_by_label, load_runs
 from seqbench.report.plots import plot_attention, plot_bleu_by_length, plot_learning_curves, plot_throughput
 from seqbench.report.table import (markdown_by_length, markdown_pairwise, markdown_table, significance,
                                    summary_rows)
 
-__all__ = ["Run", "find_results", "group_by_label", "load_runs", "markdown_by_length", "markdown_pairwise",
-           "markdown_table", "plot_attention", "plot_bleu_by_length", "plot_learning_curves", "plot_throughput",
-           "significance", "summary_rows", "attention_figures", "write_report"]
+__all__ = ["Run", "external_run", "find_results", "group_by_label", "load_runs", "markdown_by_length",
+           "markdown_pairwise", "markdown_table", "plot_attention", "plot_bleu_by_length", "plot_learning_curves",
+           "plot_throughput", "significance", "summary_rows", "attention_figures", "write_report"]
 
 
 def _slug(text: str) -> str:
@@ -37,12 +39,18 @@ def attention_figures(groups: dict[str, list[Run]]):
                 yield f"attention_{_slug(label)}_{k}", fig
 
 
-def write_report(paths: list[str | Path], out: str | Path, split: str = "test", n_samples: int = 1000) -> Path:
-    """Writes report.md and the PNGs into `out`; returns the path of report.md."""
+def write_report(paths: list[str | Path], out: str | Path, split: str = "test", n_samples: int = 1000,
+                 external: dict[str, str | Path] | None = None) -> Path:
+    """Writes report.md and the PNGs into `out`; returns the path of report.md. `external`: {name: hypothesis file}
+    of other systems, scored against the first run's references and sources of `split`."""
+    runs = load_runs(paths)
+    for name, hypotheses in (external or {}).items():
+        if name in {r.label for r in runs}:
+            raise InputError(f"--external {name}: a run already has that label; choose another name")
+        runs.append(external_run(name, hypotheses, runs[0], split, n_samples))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     every_run = load_runs(paths, completed=False)
-    runs = load_runs(paths)
     unfinished = [r for r in every_run if r.status != "completed"]
     groups = group_by_label(runs, split)
     rows = summary_rows(groups, split)
@@ -84,7 +92,8 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     for label, members in groups.items():
         for run in members:
             bleu = run.results.get(split, {}).get("bleu")
-            lines.append(f"| {label} | {run.seed} | {'—' if bleu is None else f'{bleu:.2f}'} | {run.path} |")
+            seed = "—" if run.seed is None else run.seed
+            lines.append(f"| {label} | {seed} | {'—' if bleu is None else f'{bleu:.2f}'} | {run.path} |")
     if unfinished:
         lines += ["", "## Runs that did not complete", "",
                   "Left out of every table and plot above. `interrupted`: rerun with `hydra.run.dir=<directory>` to "

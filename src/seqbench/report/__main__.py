@@ -1,11 +1,24 @@
-"""`python -m seqbench.report RUN_DIR... [--out DIR]`: see seqbench.report."""
+"""`python -m seqbench.report RUN_DIR... [--out DIR] [--external NAME=HYP_FILE ...]`: see seqbench.report."""
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
 
+from seqbench.errors import InputError
 from seqbench.report import write_report
+
+
+def _external(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise InputError(f"--external {item}: write NAME=HYP_FILE, e.g. --external fairseq=gen.detok.txt")
+        if name in out:
+            raise InputError(f"--external {name} is given twice")
+        out[name] = path
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,12 +27,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="output directory (default: report/ inside the first directory, else ./report)")
     parser.add_argument("--split", default="test", choices=["test", "valid"], help="split of the table and plots")
     parser.add_argument("--bootstrap", type=int, default=1000, help="paired bootstrap resamples")
+    parser.add_argument("--external", action="append", default=[], metavar="NAME=HYP_FILE",
+                        help="another system's detokenised hypotheses of the first run's sentences, one per line, "
+                             "as an extra row (repeatable)")
     args = parser.parse_args(argv)
     first = Path(args.runs[0])
     out = Path(args.out) if args.out else (first if first.is_dir() else Path.cwd()) / "report"
     try:
-        path = write_report(args.runs, out, args.split, args.bootstrap)
-    except FileNotFoundError as error:
+        path = write_report(args.runs, out, args.split, args.bootstrap, _external(args.external))
+    except (FileNotFoundError, InputError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(path)

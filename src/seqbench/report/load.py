@@ -9,6 +9,10 @@ from pathlib import Path
 from typing import Iterable
 
 from seqbench.attention_maps import load_attention
+from seqbench.errors import InputError
+from seqbench.evaluation import Evaluator, split_file
+from seqbench.io import read_lines
+from seqbench.metrics import DEFAULT_LENGTH_EDGES
 
 
 @dataclass
@@ -36,8 +40,8 @@ class Run:
         """hypotheses / references / sources of a split, one sentence per line; None when the run has none."""
         key = f"{name}.{split}"
         if key not in self._cache:
-            path = self.path / f"{name}.{split}.txt"
-            self._cache[key] = path.read_text(encoding="utf-8").splitlines() if path.is_file() else None
+            path = split_file(self.path, name, split)
+            self._cache[key] = read_lines(path) if path.is_file() else None
         return self._cache[key]
 
     def curve(self) -> list[dict]:
@@ -115,3 +119,27 @@ def group_by_label(runs: list[Run], split: str = "test") -> dict[str, list[Run]]
         return sum(scores) / len(scores) if scores else -math.inf
 
     return {label: groups[label] for label in sorted(groups, key=mean_bleu, reverse=True)}
+
+
+def external_run(name: str, hypotheses: str | Path, reference: Run, split: str = "test",
+                 bootstrap_samples: int = 1000) -> Run:
+    """Another toolkit's output (fairseq, OpenNMT-py, Joey NMT, ...) as a report row: its hypotheses of `reference`'s
+    sentences, scored by the Evaluator against that run's references and sources, in the same length buckets.
+
+    It has no seed, training log, attention maps or measurements: those cells of the report stay empty."""
+    references, sources = reference.lines("references", split), reference.lines("sources", split)
+    if references is None or sources is None:
+        raise InputError(f"{reference.path}: no references.{split}.txt / sources.{split}.txt to score "
+                         f"--external {name} against (runs before seqbench wrote them cannot be used)")
+    lines = read_lines(hypotheses)
+    if len(lines) != len(references):
+        raise InputError(f"--external {name}={hypotheses}: {len(lines)} lines, but the {split} set of "
+                         f"{reference.path} has {len(references)} sentences")
+    buckets = reference.results.get(split, {}).get("bleu_by_length")
+    edges = [b["max_words"] for b in buckets if b["max_words"] is not None] if buckets else DEFAULT_LENGTH_EDGES
+    scores = Evaluator(edges, bootstrap_samples).score(lines, references, sources)
+    results = {"label": name, "model": {"name": "external", "class": None, "config": {}, "param_budget": None},
+               "parameters": None, "seed": None, split: scores}
+    cache = {f"hypotheses.{split}": lines, f"references.{split}": references, f"sources.{split}": sources,
+             "curve": [], "attention": None}
+    return Run(Path(hypotheses), results, cache)

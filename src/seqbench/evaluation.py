@@ -1,0 +1,84 @@
+"""The one evaluation path: validation, test, `python -m seqbench.score` and the report's external systems all score
+detokenised text through `Evaluator`, so a number from any of them means the same thing.
+
+`Evaluator.score` gives BLEU and chrF with their sacreBLEU signatures (seqbench.metrics), BLEU by source length when
+the sources are known, and a paired bootstrap test against a baseline's hypotheses when one is given.
+`Evaluator.write` leaves a split's hypotheses, references and sources in a run directory (one sentence per line,
+same order), which is all `score` and the report need to rescore a run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from seqbench.data.stats import word_count
+from seqbench.io import atomic_write_text
+from seqbench.metrics import DEFAULT_LENGTH_EDGES, bleu_by_length, corpus_bleu, corpus_chrf, paired_bootstrap
+from seqbench.metrics import length_buckets as bucket_ranges
+
+SPLIT_FILES = ("hypotheses", "references", "sources")  # <name>.<split>.txt in a run directory
+
+
+def split_file(run_dir: str | Path, name: str, split: str) -> Path:
+    return Path(run_dir) / f"{name}.{split}.txt"
+
+
+@dataclass
+class SplitEvaluation:
+    """What one validation or test pass produced: the scores and the text they were computed from."""
+
+    scores: dict             # Evaluator.score's record: results.json's "valid" / "test" entry
+    hypotheses: list[str]
+    references: list[str]
+    sources: list[str]
+    indices: list[int]       # positions in the split of the scored sentences (a subset under limit_*_batches)
+
+
+class Evaluator:
+    """Scores detokenised hypotheses against references; see the module docstring."""
+
+    def __init__(self, length_buckets: Sequence[int] = DEFAULT_LENGTH_EDGES, bootstrap_samples: int = 1000):
+        self.length_buckets = tuple(int(edge) for edge in length_buckets)  # upper edges, in source words
+        bucket_ranges(self.length_buckets)  # raises ValueError on edges that are not positive and increasing
+        self.bootstrap_samples = bootstrap_samples
+
+    def score(self, hypotheses: Sequence[str], references: Sequence[str], sources: Sequence[str] | None = None,
+              baseline: Sequence[str] | None = None) -> dict:
+        """{"bleu", "bleu_signature", "chrf", "chrf_signature", "n_sentences"}, plus "bleu_by_length" (one entry per
+        bucket, seqbench.metrics.bleu_by_length) when sources are given, plus "baseline" (the baseline's own scores)
+        and "significance" (seqbench.metrics.paired_bootstrap, this system against the baseline) when a baseline is
+        given. All sequences hold the same sentences in the same order."""
+        hypotheses, references = list(hypotheses), list(references)
+        for name, other in (("references", references), ("sources", sources), ("baseline", baseline)):
+            if other is not None and len(other) != len(hypotheses):
+                raise ValueError(f"{len(hypotheses)} hypotheses but {len(other)} {name}: they must match")
+        bleu, bleu_signature = corpus_bleu(hypotheses, references)
+        chrf, chrf_signature = corpus_chrf(hypotheses, references)
+        out = {"bleu": bleu, "bleu_signature": bleu_signature, "chrf": chrf, "chrf_signature": chrf_signature,
+               "n_sentences": len(hypotheses)}
+        if sources is not None:
+            lengths = [word_count(s) for s in sources]
+            out["bleu_by_length"] = bleu_by_length(hypotheses, references, lengths, self.length_buckets)
+        if baseline is not None:
+            out["baseline"] = self.score(baseline, references, sources)
+            out["significance"] = paired_bootstrap(list(baseline), hypotheses, references, self.bootstrap_samples)
+        return out
+
+    @staticmethod
+    def metrics(prefix: str, scores: dict) -> dict[str, float]:
+        """The logged scalars of a score record: <prefix>/bleu, <prefix>/chrf and <prefix>/bleu_len_<bucket> (empty
+        buckets have no score, and loggers want numbers, so they are left out)."""
+        out = {f"{prefix}/bleu": scores["bleu"], f"{prefix}/chrf": scores["chrf"]}
+        for bucket in scores.get("bleu_by_length", []):
+            if bucket["sentences"]:
+                out[f"{prefix}/bleu_len_{bucket['bucket']}"] = bucket["bleu"]
+        return out
+
+    @staticmethod
+    def write(run_dir: str | Path, split: str, evaluation: SplitEvaluation) -> list[Path]:
+        """hypotheses/references/sources.<split>.txt in `run_dir`, one sentence per line, each written atomically."""
+        texts = {"hypotheses": evaluation.hypotheses, "references": evaluation.references,
+                 "sources": evaluation.sources}
+        return [atomic_write_text(split_file(run_dir, name, split), "".join(line + "\n" for line in texts[name]))
+                for name in SPLIT_FILES]

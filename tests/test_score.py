@@ -1,0 +1,23 @@
+"""`python -m seqbench.score` reproduces a trained run's own scores from the files the run left behind."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from test_train_cli import TINY, TINY_MODELS, train
+
+
+def test_score_reproduces_the_runs_own_scores(tmp_path):
+    proc = train(tmp_path, *TINY, *TINY_MODELS["transformer"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = tmp_path / "run"
+    results = json.loads((run / "results.json").read_text())
+    buckets = ",".join(str(edge) for edge in results["config"]["measure"]["length_buckets"])
+    for split in ("valid", "test"):
+        scored = subprocess.run(
+            [sys.executable, "-m", "seqbench.score", "--hyp", str(run / f"hypotheses.{split}.txt"),
+             "--ref", str(run / f"references.{split}.txt"), "--src", str(run / f"sources.{split}.txt"),
+             "--buckets", buckets, "--json"], capture_output=True, text=True, timeout=120)
+        assert scored.returncode == 0, scored.stderr
+        assert json.loads(scored.stdout) == results[split]  # every number, signature and bucket, exactly
