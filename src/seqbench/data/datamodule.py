@@ -121,9 +121,3 @@ class Seq2SeqDataModule(L.LightningDataModule):
         return {"corpus": self.corpus.name, "src_vocab_size": self.vocab_sizes[0],
                 "tgt_vocab_size": self.vocab_sizes[1], "sizes": {s: len(d) for s, d in self.encoded.items()},
                 "filtered": self.filter_counts}
-
-    def references(self, split: str) -> list[str]:
-        return self.text[split]["tgt"]
-
-    def sources(self, split: str) -> list[str]:
-        return self.text[split]["src"]
