@@ -1,9 +1,10 @@
 """Train, evaluate and record one run: `python train.py model=transformer trainer.max_epochs=5`.
 
 Composition lives in conf/, the work in seqbench.run; this file turns how a run ends into one line and an exit status:
-0 completed; 2 a bad config or input (before anything runs); 1 diverged or failed; 128 + the signal number when
-SIGTERM/SIGINT interrupted it (rerun with the same hydra.run.dir to resume). In a multirun a job that fails is recorded
-(results.json "status": "failed" in its directory) and the sweep goes on; the sweep then exits 1, naming the failed jobs.
+0 completed; 2 a bad config or input, the project's, Hydra's or Lightning's alike (seqbench.cli; before anything
+runs); 1 diverged or failed; 128 + the signal number when SIGTERM/SIGINT interrupted it (rerun with the same
+hydra.run.dir to resume). In a multirun a job that fails is recorded (results.json "status": "failed" in its
+directory) and the sweep goes on; the sweep then exits 1, naming the failed jobs.
 """
 import logging
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+from seqbench.cli import composition_done, exit_if_user_error, run_cli
 from seqbench.config_check import check_group_choices
 from seqbench.errors import ConfigError, user_error
 from seqbench.hydra_resolvers import register_resolvers
@@ -21,8 +23,10 @@ log = logging.getLogger("train")
 FAILED_JOBS: list[str] = []  # "<run dir>: <error line>" of every job of this process's multirun that failed
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="train")
+# An absolute config_path: tests call main() in-process, where Hydra would look for a `conf` package instead.
+@hydra.main(version_base="1.3", config_path=str(Path(__file__).resolve().parent / "conf"), config_name="train")
 def main(cfg: DictConfig) -> float | None:
+    composition_done()
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -46,6 +50,7 @@ def main(cfg: DictConfig) -> float | None:
             FAILED_JOBS.append(f"{cfg.paths.output_dir}: {cause or f'{type(error).__name__}: {error}'}")
             return None
         if cause is None:
+            exit_if_user_error(error)  # Hydra's and Lightning's misconfigurations, as one line
             raise
         print(f"error: {cause}", file=sys.stderr)
         sys.exit(1 if isinstance(cause, Diverged) else 2)
@@ -58,7 +63,7 @@ if __name__ == "__main__":
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
-    main()
+    run_cli(main)
     if FAILED_JOBS:
         print(f"error: {len(FAILED_JOBS)} job(s) of the multirun failed (results.json \"status\": \"failed\"):",
               *FAILED_JOBS, sep="\n  ", file=sys.stderr)

@@ -47,6 +47,9 @@ def validate(cfg: DictConfig) -> None:
     threads = get_path(cfg, "threads")
     require(threads is None or isinstance(threads, int) and threads > 0,
             f"threads={threads!r}: must be a positive integer or null (torch's default)")
+    from seqbench.settings_check import check_settings  # Trainer/optimizer/scheduler/data keys (a typed table)
+
+    check_settings(cfg)
 
 
 def _search_dirs(overrides: list[str], conf_dir: str) -> list:

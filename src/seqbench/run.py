@@ -10,6 +10,7 @@ from pathlib import Path
 import lightning as L
 import torch
 from hydra.utils import instantiate
+from lightning.pytorch.callbacks import LearningRateMonitor
 from omegaconf import DictConfig, OmegaConf
 
 from seqbench import benchmark
@@ -17,10 +18,11 @@ from seqbench.attention_maps import attention_examples, save_attention
 from seqbench.callbacks import AtomicCheckpointIO, TrainThroughput
 from seqbench.config_check import validate
 from seqbench.errors import InputError, user_error
+from seqbench.evaluation import Evaluator
 from seqbench.inference import instantiate_model, load_checkpoint_weights, model_spec, save_run_files
+from seqbench.preflight import check_against_data, check_checkpoint_file, check_environment
 from seqbench.results import library_versions, write_results, write_status
 from seqbench.run_status import Diverged, Interrupted, SignalGuard, guarded
-from seqbench.evaluation import Evaluator
 from seqbench.sizing import fit_to_budget
 
 # Lightning warns that a run resumed mid-epoch repeats batches unless its DataLoader is stateful; seqbench's batch
@@ -31,11 +33,13 @@ warnings.filterwarnings("ignore", message="You're resuming from a checkpoint tha
 def _resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
     """An explicit ckpt_path wins; otherwise a run directory that already has last.ckpt is resumed."""
     if cfg.get("ckpt_path"):
-        if not Path(cfg.ckpt_path).is_file():
-            raise InputError(f"ckpt_path={cfg.ckpt_path}: no such checkpoint file")
+        check_checkpoint_file(cfg.ckpt_path)
         return str(cfg.ckpt_path)
     last = run_dir / "checkpoints" / "last.ckpt"
-    return str(last) if last.is_file() else None
+    if not last.is_file():
+        return None
+    check_checkpoint_file(last, None, "delete it to start this run afresh, or set ckpt_path=<file.ckpt>")
+    return str(last)
 
 
 def model_config(cfg: DictConfig, src_vocab_size: int, tgt_vocab_size: int) -> dict:
@@ -103,6 +107,7 @@ def run(cfg: DictConfig) -> dict:
     "failed") and the reason, and raises (train.py turns that into the exit status)."""
     started = time.perf_counter()
     validate(cfg)
+    check_environment(cfg)  # devices, writable directories, checkpoint file: before anything is built or written
     run_dir = Path(cfg.paths.output_dir)
     progress: dict = {}  # the trainer, once there is one: the record names the update reached
     with guarded() as guard:
@@ -145,6 +150,7 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
     datamodule.setup("fit")
     tokenizers = datamodule.tokenizers  # saved with the run, so it translates without the data
     model_cfg = model_config(cfg, *datamodule.vocab_sizes)
+    check_against_data(cfg, model_cfg, datamodule)  # positions and token budgets hold the longest sentence
     model = instantiate_model(model_cfg, *datamodule.vocab_sizes)
     spec = model_spec(model_cfg, tokenizers)
     if checkpoint_in is not None:  # another architecture or vocabulary: one line now, not a traceback mid-run
@@ -152,8 +158,10 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
     # model_spec goes in after instantiation: Hydra would try to build the `_target_` inside its model config
     module = instantiate(cfg.module, _partial_=True, _convert_="all")(model=model, model_spec=spec)
 
-    callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None]
     loggers = [instantiate(c) for c in cfg.get("logger", {}).values() if c is not None] or False
+    callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None]
+    if not loggers:  # logger=none: LearningRateMonitor refuses a Trainer without a logger; there is nothing to log to
+        callbacks = [c for c in callbacks if not isinstance(c, LearningRateMonitor)]
     trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
     if trainer.is_global_zero:  # the run directory stands on its own: translate needs no cache or network
         save_run_files(run_dir, spec, OmegaConf.to_container(cfg.module.decoding), tokenizers,
