@@ -71,9 +71,12 @@ def _last_line(path: Path) -> str | None:
     return lines[-1][:500] if lines else None
 
 
-def run_trial(study, trial, config: dict, number: int, sweep_dir: Path, env: dict[str, str]) -> Trial:
-    import optuna
+class TrialFailed(RuntimeError):
+    """The trial's process exited non-zero: Optuna records the trial as failed and the sweep goes on."""
 
+
+def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, str]) -> Trial:
+    """Starts the trial's command, reports each validation to Optuna while it runs, stops it when the pruner says."""
     params = spec.suggest(trial, config)
     searched = {name: params[name] for name in spec.searched(config)}
     run_dir = (sweep_dir / "trials" / f"{number:03d}").resolve()
@@ -101,25 +104,20 @@ def run_trial(study, trial, config: dict, number: int, sweep_dir: Path, env: dic
         except BaseException:  # Ctrl-C or an error here: never leave a training running behind
             _stop(proc)
             raise
-    seconds = time.perf_counter() - started
-
     record = Trial(number=number, state="complete", params=searched, metric=None, intermediate=reported,
-                   seconds=round(seconds, 1), run_dir=str(run_dir), command=args)
+                   seconds=round(time.perf_counter() - started, 1), run_dir=str(run_dir), command=args)
     results_path = run_dir / "results.json"
     if stopped:
         record.state, record.metric = "stopped", reported[-1]
-        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
     elif proc.returncode != 0 or not results_path.is_file():
         record.state = "failed"
         record.error = _last_line(run_dir / "stderr.log") or f"exit status {proc.returncode}"
-        study.tell(trial, state=optuna.trial.TrialState.FAIL)
     else:
         results = json.loads(results_path.read_text())
         record.metric = results["valid"]["bleu"]
         record.parameters = results.get("parameters")
         record.train_tokens_per_s = results.get("throughput", {}).get("target_tokens_per_s")
         record.steps = results.get("train", {}).get("steps")
-        study.tell(trial, record.metric)
     print(f"trial {number}: {record.state}, {config['metric']['name']}="
           f"{'—' if record.metric is None else f'{record.metric:.2f}'} ({record.seconds:.0f} s)"
           + (f": {record.error}" if record.error else ""), flush=True)
@@ -152,18 +150,28 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     sweep_dir.mkdir(parents=True, exist_ok=True)
     (sweep_dir / "sweep.yaml").write_text(Path(path).read_text(encoding="utf-8"), encoding="utf-8")
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # the runner prints its own line per trial
     study = optuna.create_study(direction=spec.direction(config), sampler=spec.sampler(config, seed),
                                 pruner=spec.pruner(config), study_name=config.get("name"))
     env = dict(os.environ if env is None else env)
     trials: list[Trial] = []
     started = time.perf_counter()
-    for number in range(total):
-        trials.append(run_trial(study, study.ask(), config, number, sweep_dir, env))
+
+    def objective(trial) -> float:
+        record = run_trial(trial, config, len(trials), sweep_dir, env)
+        trials.append(record)
         write_summary(sweep_dir, config, trials, time.perf_counter() - started, seed)
-        if _target_reached(config, trials[-1].metric) and trials[-1].state == "complete":
+        if record.state == "stopped":
+            raise optuna.TrialPruned()
+        if record.state == "failed":
+            raise TrialFailed(record.error)
+        if _target_reached(config, record.metric):
             print(f"metric target {config['metric']['target']} reached: sweep finished", flush=True)
-            break
+            study.stop()
+        return record.metric
+
+    # optimize, not ask/tell: a grid sampler ends the study itself once every point has run
+    study.optimize(objective, n_trials=total, catch=(TrialFailed,))
     return sweep_dir
 
 
