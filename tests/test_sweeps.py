@@ -139,7 +139,8 @@ def test_schema_violations_are_one_line(tmp_path, edit, message):
 
 def test_cli_reports_a_bad_sweep_file_in_one_line(tmp_path):
     path = tmp_path / "bad.yaml"
-    path.write_text("method: grid\nparameters: {model.d_ff: {distribution: normal, mu: 1, sigma: 1}}\n")
+    path.write_text("method: random\nmetric: {name: val/bleu, goal: maximize}\nrun_cap: 2\n"
+                    "parameters: {model.d_ff: {distribution: normal, mu: 1, sigma: 1}}\n")
     proc = subprocess.run([sys.executable, "-m", "seqbench.sweep", str(path)], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
@@ -249,3 +250,19 @@ def test_hydra_optuna_sweeper_runs_the_transformer_space(tmp_path):
     assert set(best["best_params"]) == {"model.n_heads", "shape.layers", "model.d_ff"}
     assert 0 <= best["best_value"] <= 100
     assert len(list((tmp_path / "multirun").glob("*/results.json"))) == 2
+
+
+def test_sweep_report_folds_seeds_and_finds_the_pareto_front():
+    from seqbench.report.sweep import configurations, pareto_front
+
+    def trial(heads, seed, bleu, speed):
+        return {"params": {"model.n_heads": heads, "seed": seed}, "seed": seed, "bleu": bleu,
+                "tokens_per_s": speed, "parameters": 10}
+
+    trials = [trial(2, 1, 10.0, 900.0), trial(2, 2, 14.0, 1100.0),   # one configuration, two seeds
+              trial(4, 1, 20.0, 500.0), trial(8, 1, 5.0, 400.0)]    # heads=8 is beaten on both axes
+    rows = configurations(trials, ["model.n_heads"])
+    by_heads = {r["key"][0]: r for r in rows}
+    assert by_heads[2]["seeds"] == [1, 2] and by_heads[2]["bleu"][0] == 12.0 and by_heads[2]["bleu"][2] == 2
+    assert by_heads[2]["bleu"][1] == pytest.approx(2.8284, abs=1e-3) and by_heads[4]["bleu"][1] is None
+    assert [r["key"][0] for r in pareto_front(rows)] == [4, 2]

@@ -24,6 +24,7 @@ from seqbench.sweep import spec
 
 POLL_SECONDS = 2.0   # how often a running trial's metrics.csv is read for intermediate validation BLEU
 KILL_DELAY = 30.0    # seconds between SIGTERM and SIGKILL when a trial is stopped early (the agent's KILL_DELAY)
+METRIC = "val/bleu"  # the one metric a local sweep reads back from a trial's run directory
 
 
 @dataclass
@@ -137,10 +138,17 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     import optuna
 
     config = spec.load(path)
-    program = Path(str(config.get("program", "")))
-    if "program" in config and not program.is_file():
+    spec.searched(config)  # every parameter translatable, before anything runs
+    if "program" not in config:
+        raise spec.SweepError(f"{path}: set program (e.g. train.py): the script every trial runs")
+    program = Path(str(config["program"]))
+    if not program.is_file():
         raise spec.SweepError(f"program {program}: not found in {Path.cwd()} (run the sweep where `wandb agent` "
                               "would run it: the repository root)")
+    metric = config.get("metric", {}).get("name")
+    if metric != METRIC:
+        raise spec.SweepError(f"metric.name={metric!r}: local sweeps optimise {METRIC} (results.json's valid BLEU, "
+                              "with csv/metrics.csv's validations for early termination)")
     limits = [n for n in (count, config.get("run_cap"), spec.grid_size(config)) if n is not None]
     if not limits:
         raise spec.SweepError(f"{path}: set run_cap in the file or pass --count (a {config['method']} search over "
