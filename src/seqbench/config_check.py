@@ -79,6 +79,6 @@ def check_group_choices(overrides: list[str], conf_dir: str) -> None:
         if not sep or "." in key or not groups or value in ("", "null"):
             continue
         choices = sorted({p.stem for group in groups for p in group.glob("*.yaml")})
-        for choice in value.split(","):  # multirun: model=a,b
+        for choice in value.strip("[]").split(","):  # multirun: model=a,b; several configs: logger=[csv,wandb]
             if choice not in choices:
                 raise ConfigError(f"{key}={choice!r}: allowed values are {', '.join(choices)}")

@@ -25,7 +25,12 @@ def run_label(model_choice: str, model) -> str:
     return family_of(model).run_label(model_choice, model)
 
 
+def conv_blocks(n_layers: int, channels: int, kernel: int) -> list[list[int]]:
+    """ConvS2S's per-block [channels, kernel_width] list for n_layers identical blocks (conf/shape/cnn.yaml)."""
+    return [[channels, kernel] for _ in range(n_layers)]
+
+
 def register_resolvers() -> None:
-    for name, resolver in (("wandb_offline", wandb_offline), ("run_label", run_label)):
+    for name, resolver in (("wandb_offline", wandb_offline), ("run_label", run_label), ("conv_blocks", conv_blocks)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, resolver)

@@ -1,4 +1,5 @@
-"""`python -m seqbench.report RUN_DIR... [--out DIR] [--external NAME=HYP_FILE ...]`: see seqbench.report."""
+"""`python -m seqbench.report RUN_DIR... [--out DIR] [--external NAME=HYP_FILE ...]`: see seqbench.report (a sweep
+directory: seqbench.report.sweep)."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from seqbench.errors import InputError
 from seqbench.report import write_report
+from seqbench.report.sweep import is_sweep_dir, write_sweep_report
 
 
 def _external(items: list[str]) -> dict[str, str]:
@@ -23,7 +25,8 @@ def _external(items: list[str]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m seqbench.report", description=__doc__.split(":", 1)[0])
-    parser.add_argument("runs", nargs="+", help="run or multirun directories (results.json found recursively)")
+    parser.add_argument("runs", nargs="+", help="run or multirun directories (results.json found recursively), or "
+                                                "one sweep directory of `python -m seqbench.sweep`")
     parser.add_argument("--out", help="output directory (default: report/ inside the first directory, else ./report)")
     parser.add_argument("--split", default="test", choices=["test", "valid"], help="split of the table and plots")
     parser.add_argument("--bootstrap", type=int, default=1000, help="paired bootstrap resamples")
@@ -34,7 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     first = Path(args.runs[0])
     out = Path(args.out) if args.out else (first if first.is_dir() else Path.cwd()) / "report"
     try:
-        path = write_report(args.runs, out, args.split, args.bootstrap, _external(args.external))
+        if len(args.runs) == 1 and is_sweep_dir(first):
+            path = write_sweep_report(first, out)  # its trials differ in shape, not seed: a sweep report
+        else:
+            path = write_report(args.runs, out, args.split, args.bootstrap, _external(args.external))
     except (FileNotFoundError, InputError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

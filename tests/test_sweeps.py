@@ -1,0 +1,268 @@
+"""Sweep files (sweeps/*.yaml) and the local sweep runner (python -m seqbench.sweep) with its report."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("optuna")
+
+from hydra import compose, initialize_config_dir  # noqa: E402
+from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: E402
+
+from seqbench.config_check import check_group_choices, validate  # noqa: E402
+from seqbench.hydra_resolvers import register_resolvers  # noqa: E402
+from seqbench.sweep import runner, spec  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = str(ROOT / "conf")
+SWEEPS = sorted((ROOT / "sweeps").glob("*.yaml"))
+from test_train_cli import TINY  # noqa: E402  (tiny data, updates and decoding: a trial in seconds)
+
+
+def compose_overrides(overrides: list[str]):
+    register_resolvers()
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        return compose("train", overrides=overrides)
+
+
+@pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.name)
+def test_sweep_file_passes_wandb_schema_and_conventions(path):
+    config = spec.load(path)
+    assert config["project"] == "seqbench" and config["run_cap"] > 0
+    assert config["metric"] == {"name": "val/bleu", "goal": "maximize"}
+    assert config["command"][:3] == ["${env}", "${interpreter}", "${program}"]
+    assert "${args_no_hyphens}" in config["command"] and config["program"] == "train.py"
+    constants = spec.constants(config)
+    assert constants["trainer.max_steps"] > 0 and constants["trainer.max_time"], "a CPU-sized budget in updates"
+    assert "# Budget (CPU-sized" in path.read_text(), "the budget is documented in the file"
+    if config["method"] == "grid":
+        assert config["run_cap"] == spec.grid_size(config)
+
+
+@pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.name)
+def test_every_proposal_composes_into_a_valid_config(path):
+    """Every combination of values (and of the ends of every range) composes and passes config_check.validate."""
+    config = spec.load(path)
+    proposals = spec.corners(config)
+    assert proposals
+    register_resolvers()
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        for params in proposals:
+            overrides = spec.hydra_overrides(config, params)
+            check_group_choices(overrides, CONF)
+            cfg = compose("train", overrides=overrides)
+            validate(cfg)
+            for name, value in params.items():
+                if (Path(CONF) / name).is_dir():
+                    continue  # a group choice (model=, shape=, scheduler=), not a value
+                node = cfg
+                for part in name.split("."):
+                    node = node[part]
+                expected = {"null": None, "${model.name}": cfg.model.name}.get(value, value)
+                assert node == expected, (name, node, value)
+
+
+def test_shape_presets_set_both_stacks_and_the_cnn_blocks():
+    cfg = compose_overrides(["shape=transformer", "shape.layers=2"])
+    assert (cfg.model.name, cfg.model.encoder_layers, cfg.model.decoder_layers) == ("transformer", 2, 2)
+    cfg = compose_overrides(["shape=cnn", "shape.n_layers=3", "shape.channels=64", "shape.kernel=5"])
+    assert cfg.model.name == "cnn"
+    assert cfg.model.encoder_layers == cfg.model.decoder_layers == [[64, 5]] * 3
+    validate(cfg)
+
+
+def _sweeper_values(params: dict) -> dict[str, list]:
+    """Hydra sweeper params (`1,2,4` or `choice(1,2,4)`) as lists, through Hydra's own override parser."""
+    parsed = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()])
+    return {o.key_or_group: list(o.sweep_iterator()) for o in parsed}
+
+
+def test_transformer_shape_is_one_space_for_wandb_hydra_grid_and_optuna():
+    wandb = spec.load(ROOT / "sweeps" / "transformer_shape.yaml")
+    space = {name: s["values"] for name, s in spec.searched(wandb).items()}
+    for preset in ("transformer_shape", "transformer_optuna"):
+        text = yaml.safe_load((ROOT / "conf" / "hparams_search" / f"{preset}.yaml").read_text())
+        assert _sweeper_values(text["hydra"]["sweeper"]["params"]) == space, preset
+        # the same budget: the preset composes to what the W&B file's constants give
+        from_preset = compose_overrides([f"hparams_search={preset}"]) if preset == "transformer_shape" else None
+        from_wandb = compose_overrides(spec.hydra_overrides(wandb, spec.corners(wandb)[0]))
+        if from_preset is not None:
+            for key in ("trainer", "scheduler", "test", "task_name"):
+                assert from_preset[key] == from_wandb[key], key
+        else:
+            for key in ("trainer", "scheduler", "test"):
+                assert text[key] == {k: from_wandb[key][k] for k in text[key]} if key != "test" \
+                    else text[key] == from_wandb[key], key
+
+
+def test_optuna_preset_composes_with_the_optuna_sweeper():
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
+    register_resolvers()
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose("train", overrides=["hparams_search=transformer_optuna"], return_hydra_config=True)
+    assert cfg.hydra.sweeper._target_.endswith("OptunaSweeper") and cfg.hydra.sweeper.direction == "maximize"
+    assert str(cfg.hydra.mode) == "RunMode.MULTIRUN"
+
+
+def test_trial_command_is_the_wandb_agents(tmp_path):
+    config = spec.load(ROOT / "sweeps" / "transformer_shape.yaml")
+    params = spec.corners(config)[0]
+    args = spec.command(config, params, tmp_path / "args.json")
+    assert args[:4] == ["/usr/bin/env", sys.executable, "train.py", "logger=[csv,wandb]"]
+    assert args[4:] == [f"{name}={value}" for name, value in params.items()]
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"method": "annealing"}, "method"),
+    ({"parameters": {"model.d_ff": {"distribution": "uniform", "min": 4, "max": 2.0}}}, "model.d_ff"),
+    ({"parameters": {"model.d_ff": {"min": 3.0, "max": 1.0}}}, "min 3.0 is not less than max 1.0"),
+    ({"early_terminate": {"type": "hyperband", "eta": 3}}, "early_terminate"),
+    ({"colour": "blue"}, "colour"),
+])
+def test_schema_violations_are_one_line(tmp_path, edit, message):
+    config = {"method": "random", "metric": {"name": "val/bleu", "goal": "maximize"},
+              "parameters": {"model.d_ff": {"values": [256]}}, **edit}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(spec.SweepError) as error:
+        spec.load(path)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_cli_reports_a_bad_sweep_file_in_one_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("method: random\nmetric: {name: val/bleu, goal: maximize}\nrun_cap: 2\n"
+                    "parameters: {model.d_ff: {distribution: normal, mu: 1, sigma: 1}}\n")
+    proc = subprocess.run([sys.executable, "-m", "seqbench.sweep", str(path)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
+    assert "model.d_ff" in proc.stderr
+
+
+FAKE_TRAIN = '''
+import json, sys, time
+from pathlib import Path
+args = dict(a.split("=", 1) for a in sys.argv[1:])
+run_dir = Path(args["hydra.run.dir"])
+counter = run_dir.parent / "count"
+n = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(n + 1))
+quality = 10.0 - n                       # every trial is worse than the ones before it
+(run_dir / "csv").mkdir(parents=True)
+with open(run_dir / "csv" / "metrics.csv", "w") as f:
+    f.write("step,val/bleu,val/tokens_seen\\n")
+for i in range(1, 5):
+    with open(run_dir / "csv" / "metrics.csv", "a") as f:
+        f.write(f"{i * 10},{quality * i},{i * 1000}\\n")
+    time.sleep(0.3)
+(run_dir / "results.json").write_text(json.dumps({"valid": {"bleu": quality * 4}, "parameters": 1, "seed": 0}))
+'''
+
+
+def test_hyperband_stops_trials_behind_the_others(tmp_path, monkeypatch):
+    """Intermediate val/bleu from a trial's metrics.csv reaches Optuna's HyperbandPruner, which stops the trial."""
+    (tmp_path / "fake_train.py").write_text(FAKE_TRAIN)
+    (tmp_path / "sweep.yaml").write_text(textwrap.dedent(f"""
+        name: fake
+        program: {tmp_path / 'fake_train.py'}
+        method: random
+        run_cap: 6
+        metric: {{name: val/bleu, goal: maximize}}
+        early_terminate: {{type: hyperband, min_iter: 1, max_iter: 4, eta: 2}}
+        parameters:
+          x: {{values: [1, 2, 3]}}
+        command: ["${{env}}", "${{interpreter}}", "${{program}}", "${{args_no_hyphens}}"]
+        """))
+    monkeypatch.setattr(runner, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(runner, "KILL_DELAY", 5.0)
+    sweep_dir = runner.run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "sweep")
+    trials = json.loads((sweep_dir / "summary.json").read_text())["trials"]
+    assert len(trials) == 6 and trials[0]["state"] == "complete"
+    stopped = [t for t in trials if t["state"] == "stopped"]
+    assert stopped, [t["state"] for t in trials]
+    for trial in stopped:
+        assert not (Path(trial["run_dir"]) / "results.json").exists(), "a stopped trial was killed before the end"
+        assert trial["metric"] == trial["intermediate"][-1] and len(trial["intermediate"]) < 4
+
+
+def test_local_sweep_end_to_end_with_report(tmp_path):
+    """A tiny grid of three trials through `python -m seqbench.sweep`: two train, one has heads that do not divide
+    d_model and fails with train.py's one-line error; the sweep records it and goes on; the report plots the rest."""
+    constants = [o.split("=", 1) for o in TINY + [f"paths.cache_dir={tmp_path / 'cache'}", "model.d_model=32",
+                                                  "test=false"]]
+    parameters = {"model.n_heads": {"values": [1, 2, 3]}, "shape.layers": {"values": [1]},
+                  "model.d_ff": {"values": [64]}, "shape": {"value": "transformer"},
+                  **{k: {"value": yaml.safe_load(v) if v != "null" else "null"} for k, v in constants}}
+    sweep = {"name": "tiny", "project": "seqbench", "program": "train.py", "method": "grid", "run_cap": 3,
+             "metric": {"name": "val/bleu", "goal": "maximize"}, "parameters": parameters,
+             "command": ["${env}", "${interpreter}", "${program}", "${args_no_hyphens}"]}
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(sweep, sort_keys=False))
+    env = dict(os.environ, OMP_NUM_THREADS="1", WANDB_MODE="offline", HYDRA_FULL_ERROR="0")
+    proc = subprocess.run([sys.executable, "-m", "seqbench.sweep", str(path), "--out", str(tmp_path / "sweep")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    by_heads = {t["params"]["model.n_heads"]: t for t in summary["trials"]}
+    assert sorted(by_heads) == [1, 2, 3]
+    assert by_heads[3]["state"] == "failed" and by_heads[3]["error"].startswith("error: model.n_heads=3")
+    for heads in (1, 2):
+        trial = by_heads[heads]
+        assert trial["state"] == "complete", trial
+        results = json.loads((Path(trial["run_dir"]) / "results.json").read_text())
+        assert trial["metric"] == results["valid"]["bleu"] and results["model"]["config"]["n_heads"] == heads
+        assert Path(trial["run_dir"]).parent == tmp_path / "sweep" / "trials"
+        assert trial["command"][1:3] == [sys.executable, "train.py"]
+    with open(tmp_path / "sweep" / "summary.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["state"] for r in rows].count("complete") == 2 and "val/bleu" in rows[0]
+    assert "| trial | state | model.n_heads |" in (tmp_path / "sweep" / "summary.md").read_text()
+
+    report = subprocess.run([sys.executable, "-m", "seqbench.report", str(tmp_path / "sweep")], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr[-3000:]
+    out = tmp_path / "sweep" / "report"
+    for name in ("heatmap", "lines", "pareto"):
+        assert (out / f"{name}.png").stat().st_size > 1000, name
+    text = (out / "report.md").read_text()
+    assert "| model.n_heads | shape.layers | model.d_ff | seeds |" in text and "error: model.n_heads=3" in text
+
+
+def test_hydra_optuna_sweeper_runs_the_transformer_space(tmp_path):
+    """`python train.py hparams_search=transformer_optuna` (no -m: the preset sets hydra.mode) on tiny settings."""
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
+    env = dict(os.environ, OMP_NUM_THREADS="1", WANDB_MODE="offline", HYDRA_FULL_ERROR="0")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), "hparams_search=transformer_optuna", "hydra.sweeper.n_trials=2",
+         f"hydra.sweep.dir={tmp_path / 'multirun'}", f"paths.cache_dir={tmp_path / 'cache'}", *TINY,
+         "model.d_model=64"],  # 64: every heads value of the space divides it
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    best = yaml.safe_load((tmp_path / "multirun" / "optimization_results.yaml").read_text())
+    assert set(best["best_params"]) == {"model.n_heads", "shape.layers", "model.d_ff"}
+    assert 0 <= best["best_value"] <= 100
+    assert len(list((tmp_path / "multirun").glob("*/results.json"))) == 2
+
+
+def test_sweep_report_folds_seeds_and_finds_the_pareto_front():
+    from seqbench.report.sweep import configurations, pareto_front
+
+    def trial(heads, seed, bleu, speed):
+        return {"params": {"model.n_heads": heads, "seed": seed}, "seed": seed, "bleu": bleu,
+                "tokens_per_s": speed, "parameters": 10}
+
+    trials = [trial(2, 1, 10.0, 900.0), trial(2, 2, 14.0, 1100.0),   # one configuration, two seeds
+              trial(4, 1, 20.0, 500.0), trial(8, 1, 5.0, 400.0)]    # heads=8 is beaten on both axes
+    rows = configurations(trials, ["model.n_heads"])
+    by_heads = {r["key"][0]: r for r in rows}
+    assert by_heads[2]["seeds"] == [1, 2] and by_heads[2]["bleu"][0] == 12.0 and by_heads[2]["bleu"][2] == 2
+    assert by_heads[2]["bleu"][1] == pytest.approx(2.8284, abs=1e-3) and by_heads[4]["bleu"][1] is None
+    assert [r["key"][0] for r in pareto_front(rows)] == [4, 2]
