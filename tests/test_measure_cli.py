@@ -9,16 +9,26 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
+from seqbench.io import atomic_write_text
+from seqbench.machine_peaks import CACHE_FILE, CACHE_VERSION, cache_key, device_name
 from test_train_cli import ROOT, TINY
 
 MEASURE = ["measure.decode_sentences=5", "trainer.val_check_interval=2",
            "compare.param_budget=200000"]  # every family resized to 200k parameters
+CACHED_PEAK = 1e15  # a fake fp32 matmul peak in the machine-peak cache, far above what this CPU reaches
 
 
 @pytest.fixture(scope="module")
 def multirun(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("measure")
+    # The machine's fp32 peak is already cached (threads=1, as TINY sets): the runs must use it, not measure it. The
+    # bf16 peak is not: the first run measures and caches it, the others reuse it.
+    cached = {"device": device_name(torch.device("cpu")), "dtype": "float32", "threads": 1,
+              "flops_per_s": CACHED_PEAK, "matrix_size": 4096, "measured_at": "2026-01-01T00:00:00+00:00"}
+    atomic_write_text(tmp / "cache" / CACHE_FILE, json.dumps({"version": CACHE_VERSION, "peaks": {
+        cache_key(cached["device"], "float32", 1): cached}}))
     env = dict(os.environ, OMP_NUM_THREADS="1", HYDRA_FULL_ERROR="1", WANDB_MODE="offline")
     args = [sys.executable, str(ROOT / "train.py"), "-m", f"paths.cache_dir={tmp / 'cache'}",
             f"hydra.sweep.dir={tmp / 'multi'}", *TINY, *MEASURE, "model=transformer,rnn,cnn"]
@@ -28,7 +38,7 @@ def multirun(tmp_path_factory):
 
 
 def test_results_record_every_measurement(multirun):
-    labels = set()
+    labels, bf16_sources, bf16_peaks = set(), [], set()
     for job in ("0", "1", "2"):
         results = json.loads((multirun / job / "results.json").read_text())
         labels.add(results["label"])
@@ -45,9 +55,17 @@ def test_results_record_every_measurement(multirun):
         flops = results["flops"]
         assert set(flops["peak_flops_per_s"]) == {"float32", "bfloat16"} and flops["peak_dtype"] == "float32"
         assert 0 < flops["mfu"] < 1 and flops["train_per_target_token"] == 3 * flops["forward_per_target_token"]
+        # MFU against the cached machine peak, with its provenance; bf16 measured once, by the first run
+        assert flops["peak_flops_per_s"]["float32"] == CACHED_PEAK and flops["peak_source"] == "cached"
+        assert flops["mfu"] == pytest.approx(flops["achieved_train_flops_per_s"] / CACHED_PEAK)
+        assert flops["peak_provenance"]["float32"]["measured_at"] == "2026-01-01T00:00:00+00:00"
+        bf16_sources.append(flops["peak_provenance"]["bfloat16"]["source"])
+        bf16_peaks.add(flops["peak_flops_per_s"]["bfloat16"])
+        assert flops["mfu_datasheet"] is None
         assert results["memory"]["cpu_rss_peak_mb"] > 0 and results["memory"]["cuda_max_allocated_mb"] is None
         assert results["device"] == "cpu"
     assert labels == {"transformer", "rnn-bahdanau", "cnn"}
+    assert bf16_sources == ["measured now", "cached", "cached"] and len(bf16_peaks) == 1
 
 
 def test_run_directory_holds_what_the_report_needs(multirun):

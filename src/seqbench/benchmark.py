@@ -2,10 +2,11 @@
 
 - `decode_speed`: sentences/s and target tokens/s of greedy or beam search over fixed batches; warm-up batches are
   decoded first and not timed, the device is synchronised before each clock read.
-- `matmul_peak_flops`: the device's achievable matrix-product FLOP/s, measured here and now with square products
-  (the denominator of MFU: a datasheet peak is neither known for every CPU nor reachable by PyTorch on it).
+- `matmul_peak_flops`: the device's achievable matrix-product FLOP/s, measured with square products (the
+  denominator of MFU: a datasheet peak is neither known for every CPU nor reachable by PyTorch on it). Runs take it
+  from the per-machine cache of seqbench.machine_peaks rather than measuring it again on possibly busy cores.
 - `training_flops`: analytic FLOPs per target token from the model's `flops_per_token` (training = 3x forward:
-  the backward pass costs twice the forward), achieved FLOP/s and MFU.
+  the backward pass costs twice the forward), achieved FLOP/s and MFU (on GPU also against the datasheet peak).
 - `peak_memory`: peak resident memory of the process and, on GPU, the CUDA caching allocator's max allocation,
   since `reset_peak_memory` (called when a run starts).
 """
@@ -37,21 +38,23 @@ def _clock(device: torch.device) -> float:
 @torch.no_grad()
 def decode_speed(model: Seq2Seq, batches: list[dict], decoding: DecodingConfig, device: torch.device,
                  warmup_batches: int = 1,
-                 context: Callable[[], AbstractContextManager] = nullcontext) -> dict:
+                 context: Callable[[], AbstractContextManager] = nullcontext,
+                 search: Callable[..., list[list[int]]] = generate) -> dict:
     """Decodes every batch once, timed, after decoding the first `warmup_batches` once untimed.
 
     `context` wraps the decoding (the trainer's autocast), so the speed is that of the precision used for testing.
+    `search(model, src, src_mask, decoding)` is the search timed (greedy or beam search by default).
     Target tokens are the hypotheses' tokens, <eos> excluded.
     """
     model.eval()
     batches = [{k: batch[k].to(device) for k in ("src", "src_mask")} for batch in batches]
     with context():
         for batch in batches[:warmup_batches]:
-            generate(model, batch["src"], batch["src_mask"], decoding)
+            search(model, batch["src"], batch["src_mask"], decoding)
         sentences = tokens = 0
         start = _clock(device)
         for batch in batches:
-            hypotheses = generate(model, batch["src"], batch["src_mask"], decoding)
+            hypotheses = search(model, batch["src"], batch["src_mask"], decoding)
             sentences += len(hypotheses)
             tokens += sum(len(h) for h in hypotheses)
         seconds = _clock(device) - start
@@ -96,15 +99,21 @@ def matmul_peak_flops(device: torch.device, dtype: torch.dtype, seconds: float =
     return {"flops_per_s": best, "matrix_size": n}
 
 
-def peak_flops(device: torch.device, seconds: float = 1.0) -> dict[str, dict]:
-    """fp32 and bf16 matmul peaks of the device (and fp16 on GPU). bf16 is measured on CPU too (often far slower
-    than fp32 there: that is the point of measuring), on GPU only where the hardware supports it natively."""
+def peak_dtypes(device: torch.device) -> dict[str, torch.dtype]:
+    """The dtypes whose matmul peak is measured: fp32 and bf16 (and fp16 on GPU). bf16 is measured on CPU too (often
+    far slower than fp32 there: that is the point of measuring), on GPU only where the hardware supports it
+    natively."""
     dtypes = {"float32": torch.float32}
     if device.type != "cuda" or torch.cuda.is_bf16_supported(including_emulation=False):
         dtypes["bfloat16"] = torch.bfloat16
     if device.type == "cuda":
         dtypes["float16"] = torch.float16
-    return {name: matmul_peak_flops(device, dtype, seconds) for name, dtype in dtypes.items()}
+    return dtypes
+
+
+def peak_flops(device: torch.device, seconds: float = 1.0) -> dict[str, dict]:
+    """The matmul peak of every `peak_dtypes` dtype, measured now."""
+    return {name: matmul_peak_flops(device, dtype, seconds) for name, dtype in peak_dtypes(device).items()}
 
 
 def training_dtype(precision: str) -> str:
@@ -118,11 +127,12 @@ def training_dtype(precision: str) -> str:
 
 
 def training_flops(model: Seq2Seq, mean_src_tokens: float, mean_tgt_tokens: float, target_tokens_per_s: float,
-                   peaks: dict[str, dict], dtype: str) -> dict:
+                   peaks: dict[str, dict], dtype: str, datasheet_peak: float | None = None) -> dict:
     """Model FLOPs utilisation: 3 x forward FLOPs per target token x target tokens/s over the measured peak of the
-    dtype training multiplies in (None when that dtype has no measured peak).
+    dtype training multiplies in (None when that dtype has no measured peak), and over `datasheet_peak` when given.
 
     FLOPs count useful work (non-pad tokens, average sentence lengths of the training batches), as MFU does.
+    `peaks` are seqbench.machine_peaks.cached_peaks entries; their provenance (when, how, whether cached) is kept.
     """
     forward = model.flops_per_token(round(mean_src_tokens), round(mean_tgt_tokens))
     achieved = 3 * forward * target_tokens_per_s
@@ -132,7 +142,12 @@ def training_flops(model: Seq2Seq, mean_src_tokens: float, mean_tgt_tokens: floa
             "achieved_train_flops_per_s": achieved, "peak_dtype": dtype,
             "peak_flops_per_s": {name: p["flops_per_s"] for name, p in peaks.items()},
             "peak_matrix_size": {name: p["matrix_size"] for name, p in peaks.items()},
-            "mfu": achieved / peak if peak else None}
+            "peak_source": peaks.get(dtype, {}).get("source"),
+            "peak_provenance": {name: {k: v for k, v in p.items() if k not in ("flops_per_s", "matrix_size")}
+                                for name, p in peaks.items()},
+            "mfu": achieved / peak if peak else None,
+            "datasheet_peak_flops_per_s": datasheet_peak,
+            "mfu_datasheet": achieved / datasheet_peak if datasheet_peak else None}
 
 
 def reset_peak_memory() -> None:

@@ -36,6 +36,12 @@ def validate(cfg: DictConfig) -> None:
     alpha = get_path(cfg, "module.decoding.length_penalty", 0.0)
     require(isinstance(alpha, (int, float)) and alpha >= 0,
             f"module.decoding.length_penalty={alpha!r}: must be >= 0")
+    min_len, max_len = get_path(cfg, "module.decoding.min_len", 0), get_path(cfg, "module.decoding.max_len")
+    require(isinstance(min_len, int) and not isinstance(min_len, bool) and min_len >= 0,
+            f"module.decoding.min_len={min_len!r}: must be an integer >= 0")
+    _positive_int(cfg, "module.decoding.max_len", allow_none=True)
+    require(max_len is None or min_len <= max_len,
+            f"module.decoding.min_len={min_len}: must not exceed module.decoding.max_len={max_len}")
     _positive_int(cfg, "compare.param_budget", allow_none=True)
     unknown = sorted(set(get_path(cfg, "measure", {})) - set(MEASURE_KEYS))
     require(not unknown, f"measure.{', measure.'.join(unknown)}: unknown key (known: {', '.join(MEASURE_KEYS)})")

@@ -1,8 +1,10 @@
 """Greedy and batched beam search over the `Seq2Seq` incremental-decoding contract: one implementation for all models.
 
 Every sentence of the batch is decoded at once (B x beam rows); a sentence stops at <eos> or at its own length limit
-max_len_a * source_length + max_len_b. Models are only asked for logits: attention weights are never requested here,
-so attention stays on fused kernels.
+max_len_a * source_length + max_len_b (capped at max_len). <eos> is masked out before min_len tokens, so
+min_len = max_len = N makes every hypothesis exactly N tokens long (how decoding speed is benchmarked: every system
+does the same work, whatever its model would have stopped at). Models are only asked for logits: attention weights
+are never requested here, so attention stays on fused kernels.
 """
 from __future__ import annotations
 
@@ -22,13 +24,24 @@ class DecodingConfig:
     max_len_b: int = 10
     stop_early: bool = True  # beam: a sentence is done when beam_size hypotheses have finished (fairseq's default);
                              # False: only once no live hypothesis can still beat them after length normalisation
+    min_len: int = 0  # <eos> is not allowed before this many tokens; wins over the length limits when larger
+    max_len: int | None = None  # absolute cap on the hypothesis length (eos excluded), as fairseq's --max-len
 
 
-def _length_limits(src_mask: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
-    return (src_mask.sum(1).float() * cfg.max_len_a + cfg.max_len_b).long()  # [B]
+def length_limits(src_mask: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
+    """Per-sentence maximum hypothesis length [B] (eos excluded): a * S + b, capped at max_len, at least min_len."""
+    limits = (src_mask.sum(1).float() * cfg.max_len_a + cfg.max_len_b).long()
+    if cfg.max_len is not None:
+        limits = limits.clamp(max=cfg.max_len)
+    return limits.clamp(min=cfg.min_len)
 
 
-def _strip(tokens: torch.Tensor) -> list[list[int]]:
+def forbid_eos_before_min_len(logits: torch.Tensor, step: int, cfg: DecodingConfig) -> torch.Tensor:
+    return logits.index_fill(-1, torch.tensor([EOS_ID], device=logits.device), float("-inf")) \
+        if step < cfg.min_len else logits
+
+
+def strip_at_eos(tokens: torch.Tensor) -> list[list[int]]:
     """Rows of token ids -> lists cut at the first <eos>."""
     out = []
     for row in tokens.tolist():
@@ -40,20 +53,20 @@ def _strip(tokens: torch.Tensor) -> list[list[int]]:
 def greedy_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: DecodingConfig) -> list[list[int]]:
     encoder_out = model.encode(src, src_mask)
     state = model.init_state(encoder_out)
-    limits = _length_limits(src_mask, cfg)
+    limits = length_limits(src_mask, cfg)
     batch = src.size(0)
     tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
     output = []
     for step in range(int(limits.max()) + 1):
         logits, state, _ = model.decode_step(tokens, encoder_out, state)
-        tokens = logits.argmax(-1)
+        tokens = forbid_eos_before_min_len(logits, step, cfg).argmax(-1)
         tokens = torch.where(finished | (step >= limits), torch.full_like(tokens, EOS_ID), tokens)
         output.append(tokens)
         finished |= tokens == EOS_ID
         if finished.all():
             break
-    return _strip(torch.stack(output, 1))
+    return strip_at_eos(torch.stack(output, 1))
 
 
 def length_penalty(lengths: torch.Tensor | int, alpha: float) -> torch.Tensor:
@@ -77,7 +90,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
     k, batch, device = cfg.beam_size, src.size(0), src.device
     encoder_out = model.expand_encoder_out(model.encode(src, src_mask), k)
     state = model.init_state(encoder_out)
-    limits = _length_limits(src_mask, cfg)  # [B] tokens before <eos>
+    limits = length_limits(src_mask, cfg)  # [B] tokens before <eos>
     steps = int(limits.max()) + 1
     # The most a live hypothesis's normalised score can still become: its log-probability only falls, and with
     # alpha >= 0 the penalty grows with length, so dividing by the longest allowed length's penalty bounds it.
@@ -94,7 +107,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
     done = torch.zeros(batch, dtype=torch.bool, device=device)
     for step in range(steps):
         logits, state, _ = model.decode_step(tokens, encoder_out, state)
-        log_probs = logits.float().log_softmax(-1).view(batch, k, -1)  # [B,k,V]
+        log_probs = forbid_eos_before_min_len(logits.float().log_softmax(-1), step, cfg).view(batch, k, -1)
         vocab = log_probs.size(-1)
         at_limit = (step >= limits)[:, None, None]  # only <eos> may follow
         log_probs = log_probs.masked_fill(at_limit & (torch.arange(vocab, device=device) != EOS_ID), float("-inf"))
@@ -132,7 +145,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
         state = model.reorder_state(state, (rows + beam).view(-1))
 
     best = finished_scores.argmax(1)  # every sentence has finished at least once: <eos> is forced at its limit
-    return _strip(finished_tokens[torch.arange(batch, device=device), best])
+    return strip_at_eos(finished_tokens[torch.arange(batch, device=device), best])
 
 
 def generate(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: DecodingConfig) -> list[list[int]]:

@@ -30,8 +30,15 @@ Schema version 1 (fields are added, never renamed, without a version bump):
   flops            {"forward_per_target_token" (the model's analytic count at the mean lengths),
                     "train_per_target_token" (3x forward), "mean_src_tokens", "mean_tgt_tokens",
                     "achieved_train_flops_per_s", "peak_flops_per_s": {dtype: FLOP/s}, "peak_matrix_size": {dtype: n}
-                    (the matmul peak measured on this device), "peak_dtype" (the training precision's),
-                    "mfu" (achieved / peak of peak_dtype; null when not measured)}; absent when no step was measured
+                    (the machine's matmul peak, cached per device, dtype and thread count: seqbench.machine_peaks),
+                    "peak_dtype" (the training precision's), "peak_source" ("cached": measured before, by an
+                    earlier run or `python -m seqbench.bench --measure-peak`; "measured now": no cached peak
+                    existed, this run measured and cached it), "peak_provenance": {dtype: {"device", "dtype",
+                    "threads", "measured_at", "measure_seconds", "torch", "load_average_1min", "cpu_count",
+                    "cores_idle", "source"}}, "mfu" (achieved / peak of peak_dtype; null when not measured),
+                    "datasheet_peak_flops_per_s", "mfu_datasheet" (against the GPU's datasheet dense peak for
+                    peak_dtype, TF32 for float32 when torch allows it; null on CPU and unlisted GPUs)};
+                   absent when no step was measured
   memory           {"cpu_rss_peak_mb" (peak resident memory of the process during the run),
                     "cuda_max_allocated_mb" (max CUDA memory allocated during the run; null on CPU)}
   train            {"wall_time_s", "steps", "epochs", "best_checkpoint"}

@@ -13,7 +13,7 @@ from hydra.utils import instantiate
 from lightning.pytorch.callbacks import LearningRateMonitor
 from omegaconf import DictConfig, OmegaConf
 
-from seqbench import benchmark
+from seqbench import benchmark, machine_peaks
 from seqbench.attention_maps import attention_examples, save_attention
 from seqbench.callbacks import AtomicCheckpointIO, TrainThroughput
 from seqbench.config_check import validate
@@ -54,7 +54,8 @@ def build_model(cfg: DictConfig, src_vocab_size: int, tgt_vocab_size: int):
 
 
 def measure(cfg: DictConfig, trainer, module, datamodule, throughput: TrainThroughput | None) -> dict:
-    """Peak memory, decode speed (greedy and the configured beam), attention maps, matmul peak and MFU.
+    """Peak memory, decode speed (greedy and the configured beam), attention maps and MFU against the machine's
+    cached matmul peak.
 
     Runs after the test pass on the trainer's device with its autocast: Lightning has moved the model back to the
     CPU by then. Memory is read first: the decode benchmark adds nothing a test pass did not need, but the matmul
@@ -75,10 +76,13 @@ def measure(cfg: DictConfig, trainer, module, datamodule, throughput: TrainThrou
             save_attention(Path(cfg.paths.output_dir) / "attention.pt", cfg.compare.label, cfg.model.name, examples)
     summary = throughput.summary(trainer.world_size) if throughput else {}
     if summary.get("measured_steps"):
-        peaks = benchmark.peak_flops(device, cfg.measure.peak_flops_seconds)
+        # The machine's cached peak (measured now only the first time), so MFU compares across runs on one machine.
+        peaks = machine_peaks.cached_peaks(device, cfg.paths.cache_dir, cfg.measure.peak_flops_seconds)
+        dtype = benchmark.training_dtype(trainer.precision)
+        datasheet = machine_peaks.datasheet_peak(machine_peaks.device_name(device), dtype) \
+            if device.type == "cuda" else None
         out["flops"] = benchmark.training_flops(model, summary["mean_src_tokens"], summary["mean_tgt_tokens"],
-                                                summary["target_tokens_per_s"], peaks,
-                                                benchmark.training_dtype(trainer.precision))
+                                                summary["target_tokens_per_s"], peaks, dtype, datasheet)
     return out
 
 
@@ -245,8 +249,9 @@ def _print_summary(results: dict) -> None:
                       f"{speed['sentences_per_s']:,.1f} sentences/s, {speed['target_tokens_per_s']:,.0f} tokens/s")
     flops = results.get("flops", {})
     if flops.get("mfu") is not None:
-        table.add_row("MFU", f"{flops['mfu']:.1%} of the measured {flops['peak_dtype']} matmul peak "
-                             f"({flops['peak_flops_per_s'][flops['peak_dtype']] / 1e12:.2f} TFLOP/s)")
+        table.add_row("MFU", f"{flops['mfu']:.1%} of the {flops['peak_source']} {flops['peak_dtype']} matmul "
+                             f"peak ({flops['peak_flops_per_s'][flops['peak_dtype']] / 1e12:.2f} TFLOP/s)"
+                      + (f"; {flops['mfu_datasheet']:.1%} of the datasheet peak" if flops["mfu_datasheet"] else ""))
     table.add_row("peak memory", f"{results['peak_memory_mb']:,.0f} MB")
     table.add_row("wall time", f"{results['wall_time_s']:.0f} s")
     table.add_row("run directory", results["run_dir"])

@@ -73,7 +73,7 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         f"the best model, run on each seed-matched pair of runs; the largest p over the pairs is shown. "
         "Throughput: training target tokens/s and steps/s in the steady state; decoding sentences/s over a fixed "
         "test subset, greedy and with the configured beam (k); MFU: achieved training FLOP/s (3x the model's "
-        "analytic forward FLOPs) over the matrix-product peak measured on the run's device.", "",
+        "analytic forward FLOPs) over the machine's cached matrix-product peak (seqbench.machine_peaks).", "",
         "## Significance between every two models", "",
         "Largest paired-bootstrap p-value over seed-matched pairs (n/a: no common test set or no hypotheses).", "",
         markdown_pairwise([r["label"] for r in rows], tests), "",

@@ -1,0 +1,106 @@
+"""`python -m seqbench.bench --tiny` end to end (every row and ratio in its JSON), the uncached greedy search it
+times against the cached one, and the plain PyTorch baselines it trains beside seqbench's models."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import SRC_VOCAB, build_tiny_model, random_batch
+from seqbench.bench import recompute_greedy
+from seqbench.decoding import DecodingConfig, greedy_search
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def bench(tmp_path, *args):
+    env = dict(os.environ, OMP_NUM_THREADS="1", SEQBENCH_CACHE_DIR=str(tmp_path / "cache"))
+    return subprocess.run([sys.executable, "-m", "seqbench.bench", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_tiny_bench_has_every_row_and_ratio(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = bench(tmp_path, "--tiny", "--threads", "1", "--preset", "transformer", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["machine"]["threads"] == 1 and result["machine"]["device_type"] == "cpu"
+    peak = result["machine"]["peaks"]["float32"]
+    assert peak["source"] == "measured now" and peak["flops_per_s"] > 0 and peak["threads"] == 1
+    assert (tmp_path / "cache" / "machine_peaks.json").is_file()
+
+    rows = {row["name"]: row for row in result["training"]}
+    assert list(rows) == ["transformer", "rnn", "cnn", "preset transformer", "nn.Transformer", "nn.LSTM"]
+    for row in rows.values():
+        assert row["target_tokens_per_s"] > 0 and row["src_tgt_tokens_per_s"] > row["target_tokens_per_s"]
+        assert row["step_time_s"] > 0 and len(row["windows"]) == 4 and row["timed_steps"] == 4
+        assert 0 < row["flops"]["mfu"] and row["flops"]["peak_source"] == "measured now"
+        assert row["flops"]["mfu_datasheet"] is None  # CPU: no datasheet peak
+        assert row["memory"]["cpu_rss_peak_mb"] > 0 and row["parameters"] > 0
+        assert row["vs_nn_transformer"] == pytest.approx(
+            row["target_tokens_per_s"] / rows["nn.Transformer"]["target_tokens_per_s"])
+    assert rows["transformer"]["vs_same_shape_baseline"]["baseline"] == "nn.Transformer"
+    assert rows["rnn"]["vs_same_shape_baseline"]["ratio"] == pytest.approx(
+        rows["rnn"]["target_tokens_per_s"] / rows["nn.LSTM"]["target_tokens_per_s"])
+    assert rows["cnn"]["vs_same_shape_baseline"] is None and rows["preset transformer"]["parameters"] > \
+        rows["transformer"]["parameters"]  # the preset is composed from conf/model/transformer.yaml, not tiny
+
+    decoding = {row["name"]: row for row in result["decoding"]}
+    assert list(decoding) == ["transformer", "rnn", "cnn", "preset transformer"]
+    n, tokens = result["settings"]["decode_sentences"], result["settings"]["decode_tokens"]
+    for row in decoding.values():
+        for kind, beam in (("greedy", 1), ("beam", 5), ("greedy_uncached", 1)):
+            assert row[kind]["beam_size"] == beam and row[kind]["sentences"] == n
+            assert row[kind]["target_tokens"] == n * tokens  # every hypothesis forced to exactly 23 tokens
+        assert row["cache_speedup_greedy"] > 0
+    for name in rows:
+        assert f"| {name} |" in proc.stdout
+    assert "MFU denominator" in proc.stdout and "cache speed-up" in proc.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--preset", "nope"], "model='nope'"),
+    (["--families", "transformer,gru"], "--families"),
+    (["--force"], "--measure-peak"),
+])
+def test_bad_arguments_exit_2_with_a_message(tmp_path, args, message):
+    proc = bench(tmp_path, "--tiny", *args)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "bench.json").exists()
+
+
+@pytest.mark.parametrize("case", ["transformer", "rnn_luong_general", "rnn_lstm_luong_general_no_feed", "cnn"])
+@pytest.mark.parametrize("min_len", [0, 8])
+def test_uncached_greedy_equals_cached_greedy(case, min_len):
+    model = build_tiny_model(case)
+    src, mask, _ = random_batch(lengths=(7, 3, 5))
+    cfg = DecodingConfig(max_len_a=1.0, max_len_b=3, min_len=min_len, max_len=8 if min_len else None)
+    assert recompute_greedy(model, src, mask, cfg) == greedy_search(model, src, mask, cfg)
+
+
+def test_baselines_have_the_reference_shapes_and_are_causal():
+    from seqbench.baselines import PlainLSTM, PlainTransformer
+    from seqbench.bench import REFERENCE, build
+
+    small = {"transformer": dict(d_model=32, n_heads=2, encoder_layers=2, decoder_layers=2, d_ff=64),
+             "rnn": dict(embed_dim=16, hidden_size=24, encoder_layers=2, decoder_layers=2)}
+    torch.manual_seed(0)
+    plain = {"transformer": PlainTransformer(SRC_VOCAB, SRC_VOCAB, dropout=0.0, **small["transformer"]),
+             "rnn": PlainLSTM(SRC_VOCAB, SRC_VOCAB, dropout=0.0, **small["rnn"])}
+    src, mask, tgt = random_batch(lengths=(7, 3, 5))
+    tgt = tgt % SRC_VOCAB  # one vocabulary for both sides here
+    changed = tgt.clone()
+    changed[:, 4:] = (changed[:, 4:] + 1) % SRC_VOCAB
+    for family, model in plain.items():
+        twin = build({**REFERENCE.models[family], **small[family], "dropout": 0.0}, SRC_VOCAB, 0)
+        params = sum(p.numel() for p in model.parameters())
+        assert abs(params - twin.num_parameters()) <= 0.1 * twin.num_parameters(), family
+        model.eval()
+        logits = model(src, mask, tgt)
+        assert logits.shape == (3, tgt.size(1), SRC_VOCAB) and torch.isfinite(logits).all()
+        # positions before 4 do not see the changed future tokens
+        torch.testing.assert_close(model(src, mask, changed)[:, :4], logits[:, :4])
