@@ -79,10 +79,11 @@ def write_results(results: dict, run_dir: str | Path) -> Path:
     return atomic_write_text(Path(run_dir) / "results.json", text)
 
 
-def write_status(run_dir: str | Path, status: str, error: BaseException | str, **fields) -> Path:
-    """The record of a run that did not complete (see the schema above); `error` becomes its one-line reason."""
+def write_status(directory: str | Path, status: str, error: BaseException | str, **fields) -> Path:
+    """The record of a run that did not complete (see the schema above) in its run `directory`; `error` becomes its
+    one-line reason."""
     line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     if isinstance(error, BaseException) and status == "failed":
         line = f"{type(error).__name__}: {line}"
-    Path(run_dir).mkdir(parents=True, exist_ok=True)
-    return write_results({"status": status, "error": line, **fields}, run_dir)
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    return write_results({"status": status, "error": line, **fields}, directory)
