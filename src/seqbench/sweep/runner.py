@@ -187,7 +187,7 @@ def _fmt(value) -> str:
     if value is None:
         return "—"
     if isinstance(value, float):
-        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.2f}"
     return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
