@@ -10,7 +10,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
-from seqbench.data.synthetic import GrammarConfig, generate_splits
+from seqbench.data.synthetic import STRUCTURE_COLUMNS, GrammarConfig, generate_splits
 from seqbench.errors import ConfigError
 from seqbench.io import atomic_path
 
@@ -41,7 +41,10 @@ class SyntheticCorpus:
     def load(self, cache_dir: str | Path) -> DatasetDict:
         path = Path(cache_dir) / self.name / "dataset"
         if path.exists():
-            return load_from_disk(str(path))
+            cached = load_from_disk(str(path))
+            # A cache written before the structure columns existed has the same texts: regenerate it with them.
+            if set(STRUCTURE_COLUMNS) <= set(cached["test"].column_names):
+                return cached
         splits = generate_splits(self.config)
         dataset = DatasetDict({name: Dataset.from_list(splits[name]) for name in SPLITS})
         path.parent.mkdir(parents=True, exist_ok=True)

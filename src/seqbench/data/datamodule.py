@@ -30,6 +30,7 @@ class Seq2SeqDataModule(L.LightningDataModule):
         self.train_max_len, self.max_src_len, self.max_tgt_len = train_max_len, max_src_len, max_tgt_len
         self.tokenizers: TokenizerPair | None = None
         self.text: dict[str, dict[str, list[str]]] = {}
+        self.columns: dict[str, dict[str, list]] = {}  # valid/test: the corpus's other columns (per-pair structure)
         self.encoded: dict[str, EncodedSplit] = {}
         self.filter_counts: dict[str, int] = {}  # pairs removed by the length filters, per split
         self.raw_sizes: dict[str, int] = {}      # pairs per split before the length filters
@@ -57,7 +58,13 @@ class Seq2SeqDataModule(L.LightningDataModule):
     def _load(self) -> None:
         dataset = self.corpus.load(self.cache_dir)
         for split in SPLITS:
-            pairs = [(s, t) for s, t in zip(dataset[split]["src"], dataset[split]["tgt"]) if self._keep(split, s, t)]
+            sources, targets = dataset[split]["src"], dataset[split]["tgt"]
+            kept = [i for i, (s, t) in enumerate(zip(sources, targets)) if self._keep(split, s, t)]
+            pairs = [(sources[i], targets[i]) for i in kept]
+            if split != "train":  # what evaluation may bucket or score by (seqbench.targeted)
+                self.columns[split] = {name: [column[i] for i in kept] for name, column in
+                                       ((n, dataset[split][n]) for n in dataset[split].column_names
+                                        if n not in ("src", "tgt"))}
             self.raw_sizes[split] = len(dataset[split])
             self.filter_counts[split] = len(dataset[split]) - len(pairs)
             if not pairs:
@@ -108,6 +115,11 @@ class Seq2SeqDataModule(L.LightningDataModule):
         return {"corpus": self.corpus.name, "src_vocab_size": self.vocab_sizes[0],
                 "tgt_vocab_size": self.vocab_sizes[1], "sizes": {s: len(d) for s, d in self.encoded.items()},
                 "filtered": self.filter_counts}
+
+    def metadata(self, split: str) -> dict[str, list]:
+        """valid/test: the corpus's per-pair columns besides src/tgt, aligned with `sources(split)` (the synthetic
+        pair's `clauses`, `max_dependency`, `dependencies`); empty for a corpus without any."""
+        return self.columns[split]
 
     def references(self, split: str) -> list[str]:
         return self.text[split]["tgt"]
