@@ -17,6 +17,7 @@ EXPERIMENTS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
 LABELS = {
     "rnn_vs_attention": {"RNNenc-30", "RNNenc-50", "RNNsearch-30", "RNNsearch-50"},
     "rnn_vs_attention_gpu": {"RNNenc-30", "RNNenc-50", "RNNsearch-30", "RNNsearch-50"},
+    "rnn_vs_attention_longrange": {"RNNenc-30", "RNNenc-50", "RNNsearch-30", "RNNsearch-50"},
     "luong_variants": {"luong_dot", "luong_general", "luong_concat", "bahdanau"},
     "luong_variants_gpu": {"luong_dot", "luong_general", "luong_concat", "bahdanau"},
     "arch_comparison": {"transformer", "rnn", "cnn"},

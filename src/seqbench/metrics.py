@@ -61,25 +61,36 @@ def bucket_index(n_words: int, edges: Sequence[int] = DEFAULT_LENGTH_EDGES) -> i
     return len(edges)
 
 
+def bleu_by_group(hypotheses: list[str], references: list[str], values: Sequence[int],
+                  edges: Sequence[int]) -> list[dict]:
+    """Corpus BLEU of each bucket's subset of sentences, the sentences bucketed by an integer per sentence (source
+    length, clause count, longest dependency distance) with the upper `edges` of `length_buckets`.
+
+    Returns one entry per bucket, in order: {"bucket": "11-20", "min", "max" (None: open), "sentences", "bleu" (None
+    for an empty bucket)}. Each score is `corpus_bleu` on the subset, not a share of the corpus score.
+    """
+    if not len(hypotheses) == len(references) == len(values):
+        raise ValueError(f"{len(hypotheses)} hypotheses, {len(references)} references, "
+                         f"{len(values)} bucketing values: they must match")
+    members: list[list[int]] = [[] for _ in range(len(edges) + 1)]
+    for i, n in enumerate(values):
+        members[bucket_index(n, edges)].append(i)
+    out = []
+    for (lo, hi), rows in zip(length_buckets(edges), members):
+        bleu = corpus_bleu([hypotheses[i] for i in rows], [references[i] for i in rows])[0] if rows else None
+        out.append({"bucket": bucket_label(lo, hi), "min": lo, "max": hi, "sentences": len(rows), "bleu": bleu})
+    return out
+
+
 def bleu_by_length(hypotheses: list[str], references: list[str], source_lengths: Sequence[int],
                    edges: Sequence[int] = DEFAULT_LENGTH_EDGES) -> list[dict]:
     """Corpus BLEU of each source-length bucket's subset of sentences (Bahdanau et al. 2015, Fig. 2).
 
     Returns one entry per bucket, in order: {"bucket": "11-20", "min_words", "max_words" (None: open), "sentences",
-    "bleu" (None for an empty bucket)}. Each score is `corpus_bleu` on the subset, not a share of the corpus score.
+    "bleu" (None for an empty bucket)}: `bleu_by_group` on the source lengths.
     """
-    if not len(hypotheses) == len(references) == len(source_lengths):
-        raise ValueError(f"{len(hypotheses)} hypotheses, {len(references)} references, "
-                         f"{len(source_lengths)} source lengths: they must match")
-    members: list[list[int]] = [[] for _ in range(len(edges) + 1)]
-    for i, n in enumerate(source_lengths):
-        members[bucket_index(n, edges)].append(i)
-    out = []
-    for (lo, hi), rows in zip(length_buckets(edges), members):
-        bleu = corpus_bleu([hypotheses[i] for i in rows], [references[i] for i in rows])[0] if rows else None
-        out.append({"bucket": bucket_label(lo, hi), "min_words": lo, "max_words": hi,
-                    "sentences": len(rows), "bleu": bleu})
-    return out
+    return [{"bucket": b["bucket"], "min_words": b["min"], "max_words": b["max"], "sentences": b["sentences"],
+             "bleu": b["bleu"]} for b in bleu_by_group(hypotheses, references, source_lengths, edges)]
 
 
 def paired_bootstrap(baseline: list[str], system: list[str], references: list[str],

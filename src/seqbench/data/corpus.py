@@ -10,8 +10,8 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
-from seqbench.data.cache import cached
-from seqbench.data.synthetic import GrammarConfig, generate_splits
+from seqbench.data.cache import cached, remove
+from seqbench.data.synthetic import STRUCTURE_COLUMNS, GrammarConfig, generate_splits
 from seqbench.errors import ConfigError
 from seqbench.io import atomic_path
 
@@ -47,4 +47,9 @@ class SyntheticCorpus:
             path.parent.mkdir(parents=True, exist_ok=True)
             save_atomically(DatasetDict({name: Dataset.from_list(splits[name]) for name in SPLITS}), path)
 
-        return cached(path, lambda: load_from_disk(str(path)), build, "dataset")
+        dataset = cached(path, lambda: load_from_disk(str(path)), build, "dataset")
+        if not set(STRUCTURE_COLUMNS) <= set(dataset["test"].column_names):
+            # Cached before the structure columns existed: the same texts, regenerated with them.
+            remove(path)
+            dataset = cached(path, lambda: load_from_disk(str(path)), build, "dataset")
+        return dataset

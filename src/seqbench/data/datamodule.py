@@ -30,6 +30,7 @@ class Seq2SeqDataModule(L.LightningDataModule):
         self.train_max_len, self.max_src_len, self.max_tgt_len = train_max_len, max_src_len, max_tgt_len
         self.tokenizers: TokenizerPair | None = None
         self.text: dict[str, dict[str, list[str]]] = {}
+        self.columns: dict[str, dict[str, list]] = {}  # valid/test: the corpus's other columns (per-pair structure)
         self.encoded: dict[str, EncodedSplit] = {}
         self.filter_counts: dict[str, int] = {}  # pairs removed by the length filters, per split
         self.raw_sizes: dict[str, int] = {}      # pairs per split before the length filters
@@ -63,7 +64,13 @@ class Seq2SeqDataModule(L.LightningDataModule):
     def _load(self) -> None:
         dataset = self.corpus.load(self.cache_dir)
         for split in SPLITS:
-            pairs = [(s, t) for s, t in zip(dataset[split]["src"], dataset[split]["tgt"]) if self._keep(split, s, t)]
+            sources, targets = dataset[split]["src"], dataset[split]["tgt"]
+            kept = [i for i, (s, t) in enumerate(zip(sources, targets)) if self._keep(split, s, t)]
+            pairs = [(sources[i], targets[i]) for i in kept]
+            if split != "train":  # what evaluation may bucket or score by (seqbench.targeted)
+                self.columns[split] = {name: [column[i] for i in kept] for name, column in
+                                       ((n, dataset[split][n]) for n in dataset[split].column_names
+                                        if n not in ("src", "tgt"))}
             self.raw_sizes[split] = len(dataset[split])
             self.filter_counts[split] = len(dataset[split]) - len(pairs)
             if not pairs:
@@ -116,7 +123,8 @@ class Seq2SeqDataModule(L.LightningDataModule):
     def evaluation(self, split: str) -> EvalSplit:
         """The one object evaluation code gets of a split (valid or test): texts, detokenisation, batches."""
         return EvalSplit(split, self.text[split]["src"], self.text[split]["tgt"], self.encoded[split],
-                         self.tokenizers, self.eval_max_tokens, self.max_sentences, self.seed)
+                         self.tokenizers, self.eval_max_tokens, self.max_sentences, self.seed,
+                         self.columns.get(split, {}))
 
     @property
     def vocab_sizes(self) -> tuple[int, int]:

@@ -5,7 +5,7 @@ The validation/test loaders, the test decoding benchmark and the attention examp
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import torch
@@ -37,6 +37,9 @@ class EvalSplit:
     max_tokens: int             # the evaluation token budget (padding included)
     max_sentences: int | None = None
     seed: int = 0               # breaks length ties in the batching
+    # The corpus's per-pair columns besides the text, aligned with `sources` (the synthetic pair's `clauses`,
+    # `max_dependency`, `dependencies`); empty for a corpus without any.
+    metadata: dict[str, list] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.sources)

@@ -12,6 +12,15 @@ The target differs from the source in the ways that made fixed-context RNNs fail
   subject, across relative clauses, objects and prepositional phrases; gender is a property of the *target* noun only
   and the source past tense (-ed) shows no number at all, so the model has to look the subject up however far back.
 
+Long-range structure (GrammarConfig.p_cross_clause_reference / p_center_embedding / p_clause_fronting, all off by
+default; the preset data=synthetic_longrange): in the default task every agreement and reordering stays inside one
+clause, and long sentences are long because they coordinate more clauses. These options add dependencies whose
+distance grows with the sentence: a later clause's "it"/"they" refers to the first clause's subject and the target
+pronoun and verb mark that noun's (target-only) gender; subjects with object relatives nested 2-3 deep, so each verb
+follows every deeper clause; and a final "because"/"although" clause that the target puts at the other end.
+Every pair records its clause count, longest dependency and agreement/reference dependencies (`SentenceGenerator.pair`),
+which `seqbench.targeted` scores by.
+
 The lexicon is small in roots (about 140) but large in word types (compounds, plurals, tenses: about 3,500 source
 types in the default training set), so a subword model can learn it in minutes on a CPU while a word-level
 dictionary cannot cover it. A monotone word-for-word dictionary translation (`dictionary_translate`) scores about
@@ -82,9 +91,21 @@ class GrammarConfig:
     p_np_coordination: float = 0.08
     max_depth: int = 1  # nesting of prepositional phrases / relative clauses inside noun phrases
     length_buckets: tuple[tuple[int, int], ...] = field(default=LENGTH_BUCKETS)
+    # Long-range structure (all off by default; the preset data=synthetic_longrange turns them on):
+    p_cross_clause_reference: float = 0.0  # per later clause: its subject is "it"/"they", referring to the first
+    #                                        clause's subject; the target pronoun (and verb) mark that noun's gender
+    p_center_embedding: float = 0.0  # per clause: its subject holds object relatives nested 2-3 deep
+    p_clause_fronting: float = 0.0  # per sentence: a final "because/although" clause, put first in the target
 
     def cache_key(self) -> str:
-        return hashlib.sha1(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+        options = asdict(self)
+        for name in _LONG_RANGE_OPTIONS:  # left out while off, so the caches of the tasks without them keep their key
+            if not options[name]:
+                del options[name]
+        return hashlib.sha1(json.dumps(options, sort_keys=True).encode()).hexdigest()[:12]
+
+
+_LONG_RANGE_OPTIONS = ("p_cross_clause_reference", "p_center_embedding", "p_clause_fronting")
 
 
 @dataclass
@@ -148,12 +169,78 @@ def _pseudo_words(rng, n, onsets, vowels, codas, reserved, syllables=(1, 2)) -> 
     return out
 
 
+# The markers a targeted evaluation looks for, by dependency kind (see seqbench.targeted).
+MARKERS = {"agreement": frozenset(_VERB_AGREEMENT.values()), "reference": frozenset(_ADJ_AGREEMENT.values())}
+# Source words of the long-range options, and their target words. No generated lexicon word can equal one of them:
+# source words start with an onset from _SRC_ONSETS, target words with one from _TGT_ONSETS (none is p, k or m).
+_PRONOUN_STEM = "ph"  # target pronoun: "ph" + the adjective agreement suffix of its antecedent ("pha", "phon", ...)
+_SUBORDINATORS = {"because": "kau", "although": "mei"}  # clause-final in the (head-final) target
+
+# Placeholders for a dependency's controller while the phrase holding it is being built: the subject of the
+# predicate (known to the clause or noun phrase that attaches it), or the sentence topic (the first clause's subject,
+# which a later pronoun refers back to; known only to the sentence).
+_SUBJECT, _TOPIC = "subject", "topic"
+
+
+@dataclass
+class _Dependency:
+    """A target word whose marker (agreement suffix) is decided by a source noun: what targeted accuracy checks.
+
+    Positions are word indices within the phrase being built, shifted as phrases are combined; in a finished pair
+    they are indices into `src.split()` / `tgt.split()`."""
+
+    kind: str  # "agreement" (a verb's suffix agrees with its subject) or "reference" (a pronoun marks its antecedent)
+    controller: int | str  # source position of the noun that decides the marker, or _SUBJECT / _TOPIC until known
+    dependent: int  # source position of the verb / pronoun
+    tgt_index: int  # target position of the marked word
+    stem: str  # the marked target word without its marker
+    marker: str  # the expected suffix (_VERB_AGREEMENT or _ADJ_AGREEMENT value)
+
+    def shifted(self, src_offset: int, tgt_offset: int) -> "_Dependency":
+        controller = self.controller + src_offset if isinstance(self.controller, int) else self.controller
+        return _Dependency(self.kind, controller, self.dependent + src_offset, self.tgt_index + tgt_offset,
+                           self.stem, self.marker)
+
+
 @dataclass
 class _Phrase:
     src: list[str]
     tgt: list[str]
     gender: int = 0
     plural: bool = False
+    head: int | str | None = None  # source position of the head noun (agreement controller); _TOPIC for a pronoun
+    deps: list[_Dependency] = field(default_factory=list)
+
+
+def _assemble(src_order: list, tgt_order: list, like: _Phrase | None = None, subject: _Phrase | None = None) -> _Phrase:
+    """Concatenates parts (phrases, or literal words as str) in source order and in target order; every phrase must
+    appear once in each. The phrases' dependencies move with them. `like`: the phrase whose gender, number and head the
+    result keeps (a noun phrase extended by a PP, a clause keeping its subject's); `subject`: resolves the _SUBJECT
+    controllers of the parts (a predicate's verb) to that phrase's head."""
+    def place(order, attr):
+        words, offsets = [], {}
+        for part in order:
+            if isinstance(part, str):
+                words.append(part)
+            else:
+                offsets[id(part)] = len(words)
+                words += getattr(part, attr)
+        return words, offsets
+
+    src, src_at = place(src_order, "src")
+    tgt, tgt_at = place(tgt_order, "tgt")
+    phrases = [p for p in src_order if not isinstance(p, str)]
+    deps = [d.shifted(src_at[id(p)], tgt_at[id(p)]) for p in phrases for d in p.deps]
+    if subject is not None:
+        controller = subject.head + src_at[id(subject)] if isinstance(subject.head, int) else subject.head
+        for d in deps:
+            if d.controller == _SUBJECT:
+                d.controller = controller
+    phrase = _Phrase(src, tgt, deps=deps)
+    if like is not None:
+        phrase.gender, phrase.plural = like.gender, like.plural
+        phrase.head = like.head + src_at[id(like)] if isinstance(like.head, int) else like.head
+    return phrase
 
 
 class SentenceGenerator:
@@ -163,48 +250,72 @@ class SentenceGenerator:
         self.cfg, self.lex, self.rng = cfg, lexicon, rng
 
     def sentence(self) -> tuple[str, str]:
+        row = self.pair()
+        return row["src"], row["tgt"]
+
+    def pair(self) -> dict:
+        """One pair with its structure: {"src", "tgt", "clauses" (finite verbs: main, coordinated, subordinate and
+        relative clauses), "max_dependency" (the longest dependency, in source words), "dependencies" (one dict per
+        agreement/reference dependency: kind, controller, dependent, distance, tgt_index, stem, marker, occurrence)}.
+        """
+        cfg, rng = self.cfg, self.rng
         while True:
-            n_clauses = self.rng.choices(range(1, len(self.cfg.clause_count_weights) + 1),
-                                         self.cfg.clause_count_weights)[0]
-            src, tgt = [], []
+            n_clauses = rng.choices(range(1, len(cfg.clause_count_weights) + 1), cfg.clause_count_weights)[0]
+            parts: list = []
+            topic = None  # the first clause: its subject is what a later "it"/"they" refers to
             for i in range(n_clauses):
                 if i:
-                    conj = self.rng.choice(("and", "but"))
-                    src.append(conj)
-                    tgt.append(_FUNCTION_TRANSLATIONS[conj])
-                clause = self.clause()
-                src += clause.src
-                tgt += clause.tgt
-            if len(src) <= self.cfg.max_words:
-                return " ".join(src) + ".", " ".join(tgt) + "."
+                    parts.append(rng.choice(("and", "but")))
+                parts.append(self.clause(topic))
+                if topic is None:
+                    topic = parts[0]
+            sentence = _assemble(parts, [_FUNCTION_TRANSLATIONS.get(p, p) if isinstance(p, str) else p for p in parts])
+            if cfg.p_clause_fronting and rng.random() < cfg.p_clause_fronting:
+                # "MAIN because SUB" -> "SUB' kau MAIN'": the subordinate clause crosses every main clause.
+                conjunction = rng.choice(list(_SUBORDINATORS))
+                sub = self.clause(topic)
+                sentence = _assemble([sentence, conjunction, sub], [sub, _SUBORDINATORS[conjunction], sentence])
+            if len(sentence.src) <= cfg.max_words:
+                return _finish(sentence, topic)
 
-    def clause(self) -> _Phrase:
-        subject = self.coordinated_np(0) if self.rng.random() < self.cfg.p_np_coordination else self.noun_phrase(0)
+    def clause(self, topic: _Phrase | None = None) -> _Phrase:
+        """SUBJECT PREDICATE; the clause keeps its subject's gender, number and head (a topic for later clauses)."""
+        cfg, rng = self.cfg, self.rng
+        if topic is not None and cfg.p_cross_clause_reference and rng.random() < cfg.p_cross_clause_reference:
+            subject = self.pronoun(topic)
+        elif cfg.p_center_embedding and rng.random() < cfg.p_center_embedding:
+            subject = self.center_embedded_np(rng.choice((2, 3)))
+        else:
+            subject = self.coordinated_np(0) if rng.random() < cfg.p_np_coordination else self.noun_phrase(0)
         predicate = self.predicate(subject, depth=0)
-        return _Phrase(subject.src + predicate.src, subject.tgt + predicate.tgt)
+        return _assemble([subject, predicate], [subject, predicate], like=subject, subject=subject)
 
-    def verb(self, subject: _Phrase, transitive: bool) -> tuple[str, str]:
+    def verb(self, subject: _Phrase, transitive: bool) -> _Phrase:
         """Source: present agrees in number only (-s for singular), the past (-ed) not at all.
         Target: lemma [+ past marker] + suffix agreeing in gender and number with the subject."""
         verb_src, verb_tgt = self.rng.choice(self.lex.transitive if transitive else self.lex.intransitive)
         agreement = _VERB_AGREEMENT[(subject.gender, subject.plural)]
         if self.rng.random() < self.cfg.p_past:
-            return verb_src + "ed", verb_tgt + _PAST_MARKER + agreement
-        return (verb_src if subject.plural else verb_src + "s"), verb_tgt + agreement
+            verb_src, verb_tgt = verb_src + "ed", verb_tgt + _PAST_MARKER
+        elif not subject.plural:
+            verb_src += "s"
+        return _Phrase([verb_src], [verb_tgt + agreement],
+                       deps=[_Dependency("agreement", _SUBJECT, 0, 0, verb_tgt, agreement)])
 
     def predicate(self, subject: _Phrase, depth: int) -> _Phrase:
-        """Source: VERB [OBJECT] [PP...]. Target: [OBJECT] [PP...] VERB-agreeing-with-subject (verb-final)."""
+        """Source: VERB [OBJECT] [PP...]. Target: [OBJECT] [PP...] VERB-agreeing-with-subject (verb-final).
+        The verb's dependency is left for the caller to attach to the subject (_SUBJECT)."""
         transitive = self.rng.random() < 0.6
-        verb_src, verb_tgt = self.verb(subject, transitive)
+        verb = self.verb(subject, transitive)
         obj = self.noun_phrase(depth + 1) if transitive else _Phrase([], [])
         pps = [self.prepositional_phrase(depth + 1) for _ in range(2) if self.rng.random() < self.cfg.p_adjunct_pp]
-        src = [verb_src] + obj.src + [w for pp in pps for w in pp.src]
-        return _Phrase(src, obj.tgt + [w for pp in pps for w in pp.tgt] + [verb_tgt])
+        return _assemble([verb, obj, *pps], [obj, *pps, verb])
 
     def coordinated_np(self, depth: int) -> _Phrase:
         first, second = self.noun_phrase(depth + 1), self.noun_phrase(depth + 1)
-        return _Phrase(first.src + ["and"] + second.src, first.tgt + [_NP_CONJUNCTION] + second.tgt,
-                       gender=first.gender, plural=True)
+        phrase = _assemble([first, "and", second], [first, _NP_CONJUNCTION, second], like=first)
+        phrase.plural = True  # the gender is the first conjunct's
+        return phrase
 
     def noun(self) -> _Noun:
         if self.rng.random() < self.cfg.p_compound:
@@ -228,33 +339,77 @@ class SentenceGenerator:
             else:
                 src.append(adj_src)
                 adj_tgt.append(adj_lemma + agreement)
+        head = len(src)
         src.append(noun.src + "s" if plural else noun.src)
         tgt = noun.tgt[:-1] + [noun.tgt[-1] + (_PLURAL_SUFFIX if plural else "")] + adj_tgt
         tgt += [det_tgt] if det_tgt else []
-        phrase = _Phrase(src, tgt, noun.gender, plural)
+        phrase = _Phrase(src, tgt, noun.gender, plural, head)
         if depth < cfg.max_depth and rng.random() < cfg.p_noun_pp:
             pp = self.prepositional_phrase(depth + 1)
-            phrase.src += pp.src
-            phrase.tgt += pp.tgt
+            phrase = _assemble([phrase, pp], [phrase, pp], like=phrase)
         if depth < cfg.max_depth and rng.random() < cfg.p_relative_clause:
             rel = self.relative_clause(phrase, depth + 1)
-            phrase.src += rel.src
-            phrase.tgt += rel.tgt
+            phrase = _assemble([phrase, rel], [phrase, rel], like=phrase, subject=phrase)
         return phrase
 
     def relative_clause(self, head: _Phrase, depth: int) -> _Phrase:
+        """A subject relative leaves its verb's controller open (_SUBJECT: the head noun, attached by the caller)."""
         if self.rng.random() < 0.6:  # subject relative: the verb agrees with the head noun
             predicate = self.predicate(head, depth)
-            return _Phrase(["that"] + predicate.src, ["ke"] + predicate.tgt)
+            return _assemble(["that", predicate], ["ke", predicate])
         # object relative: "that the dogs see" -> "ke dog-PL na see-agree(dogs)"
-        subject = self.noun_phrase(self.cfg.max_depth)
-        verb_src, verb_tgt = self.verb(subject, transitive=True)
-        return _Phrase(["that"] + subject.src + [verb_src], ["ke"] + subject.tgt + [verb_tgt])
+        return self.object_relative(self.noun_phrase(self.cfg.max_depth))
+
+    def object_relative(self, subject: _Phrase) -> _Phrase:
+        verb = self.verb(subject, transitive=True)
+        return _assemble(["that", subject, verb], ["ke", subject, verb], subject=subject)
+
+    def center_embedded_np(self, depth: int) -> _Phrase:
+        """Object relatives nested `depth` deep, each inside the subject of the one before:
+        "the dog that the cat that the boy sees chases" -> "dog na ke cat na ke boy na see(boy) chase(cat)".
+        As the clause's subject, the main verb follows the innermost clause's verbs, so each noun is separated from
+        its verb by every deeper clause (Gibson 1998's centre-embedding)."""
+        noun = self.noun_phrase(self.cfg.max_depth)  # no PP or relative clause of its own
+        if depth == 0:
+            return noun
+        rel = self.object_relative(self.center_embedded_np(depth - 1))
+        return _assemble([noun, rel], [noun, rel], like=noun)
+
+    def pronoun(self, antecedent: _Phrase) -> _Phrase:
+        """"it"/"they" (number only) -> "ph" + the antecedent's gender and number: only the antecedent's target
+        gender decides the marker, and the antecedent is the first clause's subject, however far back."""
+        marker = _ADJ_AGREEMENT[(antecedent.gender, antecedent.plural)]
+        return _Phrase(["they" if antecedent.plural else "it"], [_PRONOUN_STEM + marker], antecedent.gender,
+                       antecedent.plural, _TOPIC, [_Dependency("reference", _TOPIC, 0, 0, _PRONOUN_STEM, marker)])
 
     def prepositional_phrase(self, depth: int) -> _Phrase:
         prep_src, postposition = self.rng.choice(self.lex.prepositions)
         obj = self.noun_phrase(depth)
-        return _Phrase(list(prep_src) + obj.src, obj.tgt + [postposition])
+        return _assemble([*prep_src, obj], [obj, postposition])
+
+
+# The per-pair columns recorded beside src/tgt (SentenceGenerator.pair), which seqbench.targeted scores by.
+STRUCTURE_COLUMNS = ("clauses", "max_dependency", "dependencies")
+
+
+def _finish(sentence: _Phrase, topic: _Phrase) -> dict:
+    """The dataset row: the texts and the structure targeted evaluation needs (see SentenceGenerator.pair)."""
+    deps = []
+    seen: dict[str, int] = {}
+    for d in sorted(sentence.deps, key=lambda d: d.tgt_index):
+        controller = topic.head if d.controller == _TOPIC else d.controller
+        assert isinstance(controller, int), d  # every _SUBJECT was attached by its clause
+        # occurrence: how many marked words on the same stem come before this one in the target, so a scorer can find
+        # "the second verb built on this lemma" in a hypothesis whatever else it inserted or dropped.
+        occurrence = seen.get(d.stem, 0)
+        seen[d.stem] = occurrence + 1
+        deps.append({"kind": d.kind, "controller": controller, "dependent": d.dependent,
+                     "distance": abs(d.dependent - controller), "tgt_index": d.tgt_index, "stem": d.stem,
+                     "marker": d.marker, "occurrence": occurrence})
+    deps.sort(key=lambda d: d["dependent"])
+    return {"src": " ".join(sentence.src) + ".", "tgt": " ".join(sentence.tgt) + ".",
+            "clauses": sum(d["kind"] == "agreement" for d in deps),
+            "max_dependency": max((d["distance"] for d in deps), default=0), "dependencies": deps}
 
 
 def bucket_of(n_words: int, buckets=LENGTH_BUCKETS) -> int:
@@ -284,14 +439,14 @@ def generate_splits(cfg: GrammarConfig) -> dict[str, list[dict]]:
         for attempt in range(_MAX_ATTEMPTS_PER_SENTENCE * per_bucket * len(counts)):
             if min(counts) >= per_bucket:
                 break
-            src, tgt = gen.sentence()
-            if src in seen:
+            row = gen.pair()
+            if row["src"] in seen:
                 continue
-            b = bucket_of(word_count(src), cfg.length_buckets)
+            b = bucket_of(word_count(row["src"]), cfg.length_buckets)
             if counts[b] < per_bucket:
                 counts[b] += 1
-                seen.add(src)
-                rows.append({"src": src, "tgt": tgt})
+                seen.add(row["src"])
+                rows.append(row)
         else:
             short = [f"{lo}-{hi}" for (lo, hi), n in zip(cfg.length_buckets, counts) if n < per_bucket]
             raise ConfigError(f"data.corpus: this grammar (clause_count_weights, max_words) cannot produce "
@@ -300,10 +455,10 @@ def generate_splits(cfg: GrammarConfig) -> dict[str, list[dict]]:
     gen = SentenceGenerator(cfg, lexicon, random.Random(cfg.seed * 1000))
     train = []
     while len(train) < cfg.train_size:
-        src, tgt = gen.sentence()
-        if src not in seen:
-            seen.add(src)
-            train.append({"src": src, "tgt": tgt})
+        row = gen.pair()
+        if row["src"] not in seen:
+            seen.add(row["src"])
+            train.append(row)
     splits["train"] = train
     return splits
 
