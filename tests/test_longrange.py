@@ -180,10 +180,11 @@ def test_corpus_and_datamodule_keep_the_structure_columns(tmp_path):
     assert set(STRUCTURE_COLUMNS) <= set(corpus.load(tmp_path)["test"].column_names)
     data = Seq2SeqDataModule(corpus, str(tmp_path), vocab_size=300, max_src_len=40)
     data.setup()
-    columns = data.metadata("test")
+    test = data.evaluation("test")
+    columns = test.metadata
     assert set(columns) == set(STRUCTURE_COLUMNS)
-    assert len(columns["clauses"]) == len(data.sources("test")) == 4 * 3  # the 41+ buckets are filtered out
+    assert len(columns["clauses"]) == len(test.sources) == 4 * 3  # the 41+ buckets are filtered out
     assert all(sum(d["kind"] == "agreement" for d in deps) == c  # one agreeing verb per clause
                for deps, c in zip(columns["dependencies"], columns["clauses"]))
-    for src, deps in zip(data.sources("test"), columns["dependencies"]):
+    for src, deps in zip(test.sources, columns["dependencies"]):
         assert all(d["dependent"] < word_count(src) for d in deps)
