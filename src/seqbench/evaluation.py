@@ -10,12 +10,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from seqbench.data.stats import word_count
+from seqbench.data.synthetic import STRUCTURE_COLUMNS
 from seqbench.io import atomic_write_text
-from seqbench.metrics import DEFAULT_LENGTH_EDGES, bleu_by_length, corpus_bleu, corpus_chrf, paired_bootstrap
+from seqbench.metrics import (
+    DEFAULT_LENGTH_EDGES,
+    bleu_by_length,
+    corpus_bleu,
+    corpus_chrf,
+    paired_bootstrap,
+    word_count,
+)
 from seqbench.metrics import length_buckets as bucket_ranges
+from seqbench.targeted import structure_scores
 
 SPLIT_FILES = ("hypotheses", "references", "sources")  # <name>.<split>.txt in a run directory
 
@@ -44,11 +52,13 @@ class Evaluator:
         self.bootstrap_samples = bootstrap_samples
 
     def score(self, hypotheses: Sequence[str], references: Sequence[str], sources: Sequence[str] | None = None,
-              baseline: Sequence[str] | None = None) -> dict:
+              baseline: Sequence[str] | None = None, structure: Mapping[str, Sequence] | None = None) -> dict:
         """{"bleu", "bleu_signature", "chrf", "chrf_signature", "n_sentences"}, plus "bleu_by_length" (one entry per
         bucket, seqbench.metrics.bleu_by_length) when sources are given, plus "baseline" (the baseline's own scores)
         and "significance" (seqbench.metrics.paired_bootstrap, this system against the baseline) when a baseline is
-        given. All sequences hold the same sentences in the same order."""
+        given, plus "bleu_by_clauses", "bleu_by_dependency" and "targeted" (seqbench.targeted.structure_scores) when
+        `structure` holds a structured corpus's per-sentence columns (clauses, max_dependency, dependencies). All
+        sequences hold the same sentences in the same order."""
         hypotheses, references = list(hypotheses), list(references)
         for name, other in (("references", references), ("sources", sources), ("baseline", baseline)):
             if other is not None and len(other) != len(hypotheses):
@@ -60,6 +70,8 @@ class Evaluator:
         if sources is not None:
             lengths = [word_count(s) for s in sources]
             out["bleu_by_length"] = bleu_by_length(hypotheses, references, lengths, self.length_buckets)
+        if structure is not None and set(STRUCTURE_COLUMNS) <= set(structure):
+            out.update(structure_scores(hypotheses, references, *(structure[c] for c in STRUCTURE_COLUMNS)))
         if baseline is not None:
             out["baseline"] = self.score(baseline, references, sources)
             out["significance"] = paired_bootstrap(list(baseline), hypotheses, references, self.bootstrap_samples)
@@ -70,9 +82,17 @@ class Evaluator:
         """The logged scalars of a score record: <prefix>/bleu, <prefix>/chrf and <prefix>/bleu_len_<bucket> (empty
         buckets have no score, and loggers want numbers, so they are left out)."""
         out = {f"{prefix}/bleu": scores["bleu"], f"{prefix}/chrf": scores["chrf"]}
-        for bucket in scores.get("bleu_by_length", []):
-            if bucket["sentences"]:
-                out[f"{prefix}/bleu_len_{bucket['bucket']}"] = bucket["bleu"]
+        for key, name in (("bleu_by_length", "bleu_len"), ("bleu_by_clauses", "bleu_clauses"),
+                          ("bleu_by_dependency", "bleu_dep")):
+            for bucket in scores.get(key, []):
+                if bucket["sentences"]:
+                    out[f"{prefix}/{name}_{bucket['bucket']}"] = bucket["bleu"]
+        targeted = scores.get("targeted", {})
+        if targeted.get("accuracy") is not None:
+            out[f"{prefix}/targeted_accuracy"] = targeted["accuracy"]
+            for bucket in targeted["by_distance"]:
+                if bucket["accuracy"] is not None:
+                    out[f"{prefix}/targeted_dist_{bucket['bucket']}"] = bucket["accuracy"]
         return out
 
     @staticmethod

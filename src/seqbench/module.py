@@ -112,7 +112,8 @@ class Seq2SeqModule(L.LightningModule):
         if len(indices) != len(references):  # e.g. limit_val_batches: score the decoded subset only
             references, sources = [references[i] for i in indices], [sources[i] for i in indices]
         hypotheses = data.detokenize([by_index[i] for i in indices])
-        scores = self.evaluator.score(hypotheses, references, sources)
+        structure = {name: [column[i] for i in indices] for name, column in data.metadata.items()}
+        scores = self.evaluator.score(hypotheses, references, sources, structure=structure)
         for name, value in self.evaluator.metrics(prefix, scores).items():
             self.log(name, value, sync_dist=False, prog_bar=name == f"{prefix}/bleu")
         self.evaluations[split] = SplitEvaluation(scores, hypotheses, references, sources, indices)
