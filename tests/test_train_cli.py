@@ -121,3 +121,12 @@ def test_ddp_on_two_cpu_processes_scores_the_whole_test_set(tmp_path):
     assert results["test"]["n_sentences"] == results["data"]["sizes"]["test"]
     hypotheses = (tmp_path / "run" / "hypotheses.test.txt").read_text().splitlines()
     assert len(hypotheses) == results["data"]["sizes"]["test"]
+
+
+def test_logger_none_trains_and_records_results(tmp_path):
+    """`logger=none`: no logger, so the learning-rate monitor (which needs one) is left out and the run completes."""
+    proc = train(tmp_path, *TINY, *TINY_MODELS["transformer"], "logger=none", "test=false")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["train"]["steps"] == 4 and results["valid"]["bleu"] >= 0
+    assert not (tmp_path / "run" / "csv").exists()

@@ -100,6 +100,9 @@ def validate(cfg: DictConfig) -> None:
     threads = _get(cfg, "threads")
     _require(threads is None or isinstance(threads, int) and threads > 0,
              f"threads={threads!r}: must be a positive integer or null (torch's default)")
+    from seqbench.settings_check import check_settings  # Trainer/optimizer/scheduler/data keys (a typed table)
+
+    check_settings(cfg)
 
 
 def check_group_choices(overrides: list[str], conf_dir: str) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import lightning as L
 import torch
 from hydra.utils import instantiate
+from lightning.pytorch.callbacks import LearningRateMonitor
 from omegaconf import DictConfig, OmegaConf
 
 from seqbench import benchmark
@@ -16,6 +17,7 @@ from seqbench.attention_maps import attention_examples, save_attention
 from seqbench.callbacks import AtomicCheckpointIO, TrainThroughput
 from seqbench.config_check import validate
 from seqbench.errors import InputError
+from seqbench.preflight import check_against_data, check_checkpoint_file, check_environment
 from seqbench.results import library_versions, write_results
 from seqbench.sizing import fit_to_budget
 
@@ -23,11 +25,13 @@ from seqbench.sizing import fit_to_budget
 def _resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
     """An explicit ckpt_path wins; otherwise a run directory that already has last.ckpt is resumed."""
     if cfg.get("ckpt_path"):
-        if not Path(cfg.ckpt_path).is_file():
-            raise InputError(f"ckpt_path={cfg.ckpt_path}: no such checkpoint file")
+        check_checkpoint_file(cfg.ckpt_path)
         return str(cfg.ckpt_path)
     last = run_dir / "checkpoints" / "last.ckpt"
-    return str(last) if last.is_file() else None
+    if not last.is_file():
+        return None
+    check_checkpoint_file(last, None, "delete it to start this run afresh, or set ckpt_path=<file.ckpt>")
+    return str(last)
 
 
 def model_config(cfg: DictConfig, src_vocab_size: int, tgt_vocab_size: int) -> dict:
@@ -97,6 +101,7 @@ def _log_measurements(trainer, results: dict) -> None:
 def run(cfg: DictConfig) -> dict:
     started = time.perf_counter()
     validate(cfg)
+    check_environment(cfg)  # devices, writable directories, checkpoint file: before anything is built or written
     benchmark.reset_peak_memory()
     if cfg.get("threads"):
         torch.set_num_threads(cfg.threads)
@@ -111,11 +116,14 @@ def run(cfg: DictConfig) -> dict:
     datamodule.setup("fit")
     tokenizers = datamodule.tokenizers
     model_cfg = model_config(cfg, tokenizers.src_vocab_size, tokenizers.tgt_vocab_size)
+    check_against_data(cfg, model_cfg, datamodule)  # positions and token budgets hold the longest sentence
     model = instantiate_model(model_cfg, tokenizers.src_vocab_size, tokenizers.tgt_vocab_size)
     module = instantiate(cfg.module, model=model, _convert_="all")
 
-    callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None]
     loggers = [instantiate(c) for c in cfg.get("logger", {}).values() if c is not None] or False
+    callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None]
+    if not loggers:  # logger=none: LearningRateMonitor refuses a Trainer without a logger; there is nothing to log to
+        callbacks = [c for c in callbacks if not isinstance(c, LearningRateMonitor)]
     trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
 
     fit_started = time.perf_counter()

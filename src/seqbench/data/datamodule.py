@@ -93,6 +93,12 @@ class Seq2SeqDataModule(L.LightningDataModule):
         sampler = TokenBudgetBatchSampler(batches, shuffle=shuffle, seed=self.seed)
         return DataLoader(data, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers)
 
+    def longest(self, split: str) -> tuple[int, int]:
+        """Tokens of the longest source and of the longest target + 1 (<bos> y / y <eos>) in a split: the lengths
+        its batches and the model's positions must hold."""
+        data = self.encoded[split]
+        return max(map(len, data.src_ids)), max(map(len, data.tgt_ids)) + 1
+
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", shuffle=True)
 
