@@ -85,16 +85,16 @@ def _assert_same_run(resumed: Path, reference: Path) -> None:
 def test_sigterm_mid_epoch_exits_nonzero_and_the_rerun_resumes_exactly(tmp_path, uninterrupted):
     run_dir = tmp_path / "run"
     cut = train(tmp_path, run_dir, *RESUMABLE, "+callbacks.cut._target_=test_resume.SignalAt",
-                "+callbacks.cut.step=7")
+                "+callbacks.cut.step=10")  # 7 batches an epoch: step 7 would stop during the epoch's validation
     assert cut.returncode == 128 + signal.SIGTERM, cut.stderr[-3000:]
     assert "Traceback" not in cut.stderr
     assert cut.stderr.strip().splitlines()[-1] == (f"error: interrupted by SIGTERM during training; rerun with "
                                                    f"hydra.run.dir={run_dir} to resume")
     record = json.loads((run_dir / "results.json").read_text())
-    assert record["status"] == "interrupted" and record["phase"] == "training" and record["step"] == 7
+    assert record["status"] == "interrupted" and record["phase"] == "training" and record["step"] == 10
     assert record["resume_checkpoint"] == str(run_dir / "checkpoints" / "last.ckpt")
     saved = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
-    assert saved["global_step"] == 7
+    assert saved["global_step"] == 10
     batches_done = next(v for k, v in saved["callbacks"].items() if k.startswith("ResumeState"))["batches_done"]
     assert 0 < batches_done and not next(v for k, v in saved["callbacks"].items()
                                          if k.startswith("ResumeState"))["epoch_finished"], "cut mid-epoch"
