@@ -1,9 +1,7 @@
 """Lightning callbacks and plugins: training throughput and progress, atomic checkpoint writes, EMA weights."""
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 import lightning as L
 import torch
@@ -11,6 +9,7 @@ from lightning.pytorch.callbacks import EMAWeightAveraging
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from seqbench.data.tokenizer import PAD_ID
+from seqbench.io import atomic_torch_save
 
 
 def _synchronize(device: torch.device) -> None:
@@ -118,11 +117,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     """Writes to a temporary file in the same folder, then renames: a killed run never leaves a truncated .ckpt."""
 
     def save_checkpoint(self, checkpoint, path, storage_options=None):
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        torch.save(checkpoint, tmp)
-        os.replace(tmp, path)
+        atomic_torch_save(checkpoint, path)
 
 
 class EMAWeights(EMAWeightAveraging):
