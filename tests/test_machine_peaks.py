@@ -36,6 +36,8 @@ def test_peak_is_measured_once_then_read_from_the_cache(tmp_path, monkeypatch, f
     assert entry["threads"] == torch.get_num_threads() and entry["device"] == machine_peaks.device_name(cpu)
     for key in ("measured_at", "measure_seconds", "matrix_size", "torch", "load_average_1min", "cores_idle"):
         assert key in entry
+    busy = entry["cpu_busy_fraction"]  # /proc/stat exists where the tests run (Linux)
+    assert 0 <= busy <= 1 and entry["cores_idle"] == (busy < machine_peaks.IDLE_BUSY)
 
     monkeypatch.setattr(benchmark, "matmul_peak_flops", _refuse)
     second = machine_peaks.cached_peaks(cpu, tmp_path, seconds=0.01)

@@ -311,8 +311,9 @@ def _add_ratios(training: list[dict]) -> None:
 def markdown(result: dict) -> str:
     machine, settings = result["machine"], result["settings"]
     peak = machine["peaks"]["float32"]
-    load = peak["load_average_1min"]
-    idle = "load unknown" if load is None else f"1-min load {load:.2f}: {'idle' if peak['cores_idle'] else 'busy'}"
+    busy = peak.get("cpu_busy_fraction")
+    idle = {True: "cores idle", False: "cores busy", None: "load unknown"}[peak["cores_idle"]] + \
+        (f": {busy:.0%} busy just before" if busy is not None else "")
     lines = [f"device: {machine['device']} ({machine['device_type']}), {machine['threads']} threads, fp32, "
              f"torch {machine['torch']}",
              f"MFU denominator: fp32 matmul peak {peak['flops_per_s'] / 1e9:,.0f} GFLOP/s ({peak['source']}; measured "

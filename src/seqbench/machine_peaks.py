@@ -7,8 +7,10 @@ measured once per (device, dtype, threads), with its provenance, and kept in `<p
     {"version": 1, "peaks": {"<device> | <dtype> | <threads> threads": {
         "device", "dtype", "threads", "flops_per_s", "matrix_size" (seqbench.benchmark.matmul_peak_flops),
         "measured_at" (UTC, ISO 8601), "measure_seconds" (time spent measuring), "torch" (version),
-        "load_average_1min" (before measuring; null where the OS has none), "cpu_count",
-        "cores_idle" (load average below IDLE_LOAD: nothing else was running)}}}
+        "load_average_1min" (before measuring; null where the OS has none), "cpu_busy_fraction" (share of all
+        cores busy during the IDLE_CHECK_SECONDS before measuring, from /proc/stat; null without it), "cpu_count",
+        "cores_idle" (cpu_busy_fraction below IDLE_BUSY, or where it is unknown the load average below IDLE_LOAD:
+        nothing else was running)}}}
 
 `python -m seqbench.bench --measure-peak [--force]` measures (or re-measures) them on purpose, ideally on an idle
 machine; a run that finds no cached peak measures it once and caches it (`source` says which happened).
@@ -33,7 +35,9 @@ from seqbench.io import atomic_write_text
 
 CACHE_FILE = "machine_peaks.json"
 CACHE_VERSION = 1
-IDLE_LOAD = 0.5  # a 1-minute load average below this: no other process kept a core busy before the measurement
+IDLE_CHECK_SECONDS = 0.5  # how long the cores are watched before measuring
+IDLE_BUSY = 0.1  # cores busy less than this share of that time: idle
+IDLE_LOAD = 0.5  # where /proc/stat is missing: a 1-minute load average below this (it lags a minute behind)
 
 
 def device_name(device: torch.device) -> str:
@@ -59,6 +63,26 @@ def _load_average() -> float | None:
         return None
 
 
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all cores since boot, from the first line of /proc/stat; None where it is missing."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _busy_fraction(seconds: float) -> float | None:
+    before = _cpu_times()
+    if before is None:
+        return None
+    time.sleep(seconds)
+    after = _cpu_times()
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else None
+
+
 def _read(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())
@@ -69,7 +93,8 @@ def _read(path: Path) -> dict:
 
 def measure_peak(device: torch.device, dtype: str, seconds: float) -> dict:
     """Measures one peak now and returns it with its provenance (see the module docstring)."""
-    load = _load_average()
+    load, busy = _load_average(), _busy_fraction(IDLE_CHECK_SECONDS)
+    idle = busy < IDLE_BUSY if busy is not None else None if load is None else load < IDLE_LOAD
     started = time.perf_counter()
     peak = benchmark.matmul_peak_flops(device, getattr(torch, dtype), seconds)
     threads = torch.get_num_threads()
@@ -77,8 +102,7 @@ def measure_peak(device: torch.device, dtype: str, seconds: float) -> dict:
             "flops_per_s": peak["flops_per_s"], "matrix_size": peak["matrix_size"],
             "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "measure_seconds": round(time.perf_counter() - started, 3), "torch": torch.__version__,
-            "load_average_1min": load, "cpu_count": os.cpu_count(),
-            "cores_idle": None if load is None else load < IDLE_LOAD}
+            "load_average_1min": load, "cpu_busy_fraction": busy, "cpu_count": os.cpu_count(), "cores_idle": idle}
 
 
 def cached_peaks(device: torch.device, cache_dir: str | Path, seconds: float = 1.0, force: bool = False,

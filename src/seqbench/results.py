@@ -34,8 +34,8 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                     "peak_dtype" (the training precision's), "peak_source" ("cached": measured before, by an
                     earlier run or `python -m seqbench.bench --measure-peak`; "measured now": no cached peak
                     existed, this run measured and cached it), "peak_provenance": {dtype: {"device", "dtype",
-                    "threads", "measured_at", "measure_seconds", "torch", "load_average_1min", "cpu_count",
-                    "cores_idle", "source"}}, "mfu" (achieved / peak of peak_dtype; null when not measured),
+                    "threads", "measured_at", "measure_seconds", "torch", "load_average_1min",
+                    "cpu_busy_fraction", "cpu_count", "cores_idle", "source"}}, "mfu" (achieved / peak of peak_dtype; null when not measured),
                     "datasheet_peak_flops_per_s", "mfu_datasheet" (against the GPU's datasheet dense peak for
                     peak_dtype, TF32 for float32 when torch allows it; null on CPU and unlisted GPUs)};
                    absent when no step was measured
