@@ -13,11 +13,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from seqbench import benchmark
 from seqbench.attention_maps import attention_examples, save_attention
-from seqbench.callbacks import AtomicCheckpointIO, TrainThroughput
+from seqbench.callbacks import AtomicCheckpointIO, LearningCurve, TrainThroughput
 from seqbench.config_check import validate
 from seqbench.errors import InputError
 from seqbench.results import library_versions, write_results
 from seqbench.sizing import fit_to_budget
+from seqbench.wandb_logging import finish_run, log_run_summary
 
 
 def _resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
@@ -95,6 +96,18 @@ def _log_measurements(trainer, results: dict) -> None:
 
 
 def run(cfg: DictConfig) -> dict:
+    """One job. Its W&B run, if any, ends with it (marked failed if the job raised), so every job of a multirun
+    gets a run of its own."""
+    try:
+        results = _run(cfg)
+    except BaseException:
+        finish_run(exit_code=1)
+        raise
+    finish_run(exit_code=0)
+    return results
+
+
+def _run(cfg: DictConfig) -> dict:
     started = time.perf_counter()
     validate(cfg)
     benchmark.reset_peak_memory()
@@ -117,6 +130,9 @@ def run(cfg: DictConfig) -> dict:
     callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None]
     loggers = [instantiate(c) for c in cfg.get("logger", {}).values() if c is not None] or False
     trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
+    for logger in trainer.loggers:  # the whole resolved config: W&B's config panel, the CSV logger's hparams.yaml
+        logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
+        logger.save()
 
     fit_started = time.perf_counter()
     if cfg.get("train", True):
@@ -133,6 +149,7 @@ def run(cfg: DictConfig) -> dict:
         trainer.test(module, datamodule=datamodule, ckpt_path=best, verbose=False)
 
     throughput = next((c for c in callbacks if isinstance(c, TrainThroughput)), None)
+    curve = next((c for c in callbacks if isinstance(c, LearningCurve)), None)
     scores = {split: {k: v for k, v in r.items() if k not in ("hypotheses", "indices")}
               for split, r in module.eval_results.items()}
     measurements = measure(cfg, trainer, module, datamodule, throughput)
@@ -150,6 +167,7 @@ def run(cfg: DictConfig) -> dict:
         **measurements,
         "train": {"wall_time_s": fit_seconds, "steps": trainer.global_step, "epochs": trainer.current_epoch,
                   "best_checkpoint": best},
+        "curve": curve.points if curve else [],
         "wall_time_s": time.perf_counter() - started,
         "peak_memory_mb": measurements["memory"]["cuda_max_allocated_mb" if device.type == "cuda"
                                                  else "cpu_rss_peak_mb"],
@@ -163,6 +181,7 @@ def run(cfg: DictConfig) -> dict:
     _log_measurements(trainer, results)
     if trainer.is_global_zero:
         write_results(results, run_dir)
+        log_run_summary(trainer.loggers, results, run_dir, trainer.global_step)
         _print_summary(results)
     return results
 
