@@ -173,6 +173,16 @@ def test_mode_follows_the_credentials_wandb_would_find(wandb_env, tmp_path):
     assert _mode() == "online"
 
 
+def test_wandb_offline_command_is_respected(wandb_env, tmp_path):
+    """`wandb offline` (W&B's setting for this directory) keeps runs offline even with credentials."""
+    wandb_env.chdir(tmp_path)
+    wandb_env.setenv("WANDB_API_KEY", "0" * 40)
+    assert _mode() == "online"
+    subprocess.run([str(Path(sys.executable).parent / "wandb"), "offline"], cwd=tmp_path, check=True,
+                   capture_output=True, timeout=120)
+    assert _mode() == "offline"
+
+
 def test_bad_modes_are_one_line_errors(wandb_env):
     from seqbench.config_check import ConfigError
     from seqbench.errors import InputError
