@@ -173,3 +173,18 @@ def test_built_model_of_a_preset_job_runs():
     torch.manual_seed(0)
     model = build_model(cfg, 60, 70).eval()
     assert model.num_parameters() > 0
+
+
+MULTIRUN_PRESETS = [f"experiment={name}" for name in EXPERIMENTS] + \
+    [f"hparams_search={p.stem}" for p in (CONF_DIR / "hparams_search").glob("*.yaml")]
+
+
+@pytest.mark.parametrize("preset", MULTIRUN_PRESETS)
+def test_sweep_presets_sweep_without_dash_m(preset):
+    """Forgetting -m must not silently run one job: a sweep preset sets hydra.mode (the multirun itself is run in
+    tests/test_wandb_logging.py)."""
+    from hydra.types import RunMode
+
+    assert _compose([preset], hydra_config=True).hydra.mode == RunMode.MULTIRUN
+    assert _compose([preset, "hydra.mode=RUN"], hydra_config=True).hydra.mode == RunMode.RUN  # one job of it
+    assert _compose([], hydra_config=True).hydra.mode in (None, RunMode.RUN)  # a plain run stays one job

@@ -135,3 +135,41 @@ def test_external_errors_are_one_line(multirun, tmp_path, capsys, external, mess
     assert main([str(multirun), "--out", str(tmp_path / "out"), "--external", item]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
+
+
+def test_learning_curve_comes_from_results_json_without_any_logger_file(tmp_path):
+    """A run logged only to W&B (or to nothing) has no metrics.csv: its curve is in results.json."""
+    import json
+    import shutil
+
+    from seqbench.report import plot_learning_curves
+
+    multirun = make_multirun(tmp_path, labels=("transformer",), seeds=(1,), n_sentences=20)
+    run_dir = next(p.parent for p in multirun.rglob("results.json"))
+    shutil.rmtree(run_dir / "csv")
+    results = json.loads((run_dir / "results.json").read_text())
+    results["curve"] = [{"step": 20, "bleu": 30.0, "nll": 1.2, "tokens_seen": 2e5, "train_seconds": 40.0},
+                        {"step": 10, "bleu": 10.0, "nll": 2.0, "tokens_seen": 1e5, "train_seconds": 20.0},
+                        {"step": 30, "nll": 1.0, "tokens_seen": 3e5, "train_seconds": 60.0}]  # val_bleu off: no BLEU
+    (run_dir / "results.json").write_text(json.dumps(results))
+    (run,) = [r for r in load_runs([run_dir])]
+    assert [(p["step"], p["bleu"]) for p in run.curve()] == [(10, 10.0), (20, 30.0)]
+    fig = plot_learning_curves({run.label: [run]})
+    assert [len(line.get_xdata()) for line in fig.axes[0].get_lines()] == [2]
+
+
+def test_learning_curve_survives_the_final_validation_of_the_best_checkpoint():
+    """LearningCurve's points come back from a checkpoint when training resumes, not when the final validate/test
+    loads the best checkpoint (that would cut the curve back to the best step)."""
+    from types import SimpleNamespace
+
+    from seqbench.callbacks import LearningCurve
+
+    curve = LearningCurve()
+    curve.points = [{"step": 10}, {"step": 20}, {"step": 30}]
+    best = {"callbacks": {curve.state_key: {"points": [{"step": 10}]}}}
+    curve.on_load_checkpoint(SimpleNamespace(state=SimpleNamespace(fn="validate")), None, best)
+    assert [p["step"] for p in curve.points] == [10, 20, 30]
+    resumed = LearningCurve()
+    resumed.on_load_checkpoint(SimpleNamespace(state=SimpleNamespace(fn="fit")), None, best)
+    assert resumed.points == [{"step": 10}]

@@ -255,3 +255,33 @@ class StopOnNonFiniteLoss(L.Callback):
             raise Diverged(f"training diverged: the loss is {float(loss.detach())} at update "
                            f"{trainer.global_step + 1} (epoch {trainer.current_epoch}); {kept}; lower optimizer.lr "
                            f"or raise scheduler.warmup_steps")
+
+
+class LearningCurve(L.Callback):
+    """The validation points of training, whatever the logger: after each validation during fit, the step, the
+    validation BLEU and NLL, and the training progress (`val/tokens_seen`, `val/train_seconds` from
+    TrainThroughput). run.py stores them in results.json ("curve") for the report's learning-curve plot.
+
+    Saved in checkpoints and restored only when training resumes: Lightning also restores callbacks when the final
+    validate/test loads the best checkpoint, which would cut the curve back to that checkpoint's step.
+    """
+
+    KEYS = {"bleu": "val/bleu", "nll": "val/nll", "tokens_seen": "val/tokens_seen", "train_seconds": "val/train_seconds"}
+
+    def __init__(self):
+        self.points: list[dict] = []
+
+    def state_dict(self) -> dict:
+        return {"points": list(self.points)}
+
+    def on_load_checkpoint(self, trainer, pl_module, checkpoint):
+        state = checkpoint.get("callbacks", {}).get(self.state_key)
+        if trainer.state.fn == "fit" and state is not None:
+            self.points = list(state["points"])
+
+    def on_validation_end(self, trainer, pl_module):
+        if trainer.state.fn != "fit" or trainer.sanity_checking:
+            return
+        metrics = trainer.callback_metrics
+        self.points.append({"step": trainer.global_step,
+                            **{name: float(metrics[key]) for name, key in self.KEYS.items() if key in metrics}})

@@ -1,20 +1,7 @@
 """OmegaConf resolvers used by conf/."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from omegaconf import OmegaConf
-
-
-def wandb_offline() -> bool:
-    """W&B runs offline unless credentials exist, so a run without network or API key never waits on a login."""
-    if os.environ.get("WANDB_MODE") in ("online", "run"):
-        return False
-    if os.environ.get("WANDB_API_KEY"):
-        return False
-    netrc = Path.home() / ".netrc"
-    return not (netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="ignore"))
 
 
 def run_label(model_choice: str, model) -> str:
@@ -30,7 +17,27 @@ def conv_blocks(n_layers: int, channels: int, kernel: int) -> list[list[int]]:
     return [[channels, kernel] for _ in range(n_layers)]
 
 
+def run_name(label: str, model, seed) -> str:
+    """A run's name in W&B: its label plus the shape settings a sweep varies and the seed, e.g.
+    transformer-h4-L3-ff512-s42, rnn-bahdanau-gru256-L1-s42, cnn-L4-k3-c256-s42 (first encoder block's kernel and
+    channels). Encoder and decoder depths are given apart when they differ (enc3-dec1)."""
+    def depth(enc: int, dec: int) -> str:
+        return f"L{enc}" if enc == dec else f"enc{enc}-dec{dec}"
+
+    name = model.get("name")
+    if name == "transformer":
+        parts = [f"h{model.n_heads}", depth(model.encoder_layers, model.decoder_layers), f"ff{model.d_ff}"]
+    elif name == "rnn":
+        parts = [f"{model.cell}{model.hidden_size}", depth(model.encoder_layers, model.decoder_layers)]
+    elif name == "cnn":
+        channels, kernel = model.encoder_layers[0]
+        parts = [depth(len(model.encoder_layers), len(model.decoder_layers)), f"k{kernel}", f"c{channels}"]
+    else:
+        parts = []
+    return "-".join([label, *parts, f"s{seed}"])
+
+
 def register_resolvers() -> None:
-    for name, resolver in (("wandb_offline", wandb_offline), ("run_label", run_label), ("conv_blocks", conv_blocks)):
+    for name, resolver in (("run_label", run_label), ("run_name", run_name), ("conv_blocks", conv_blocks)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, resolver)

@@ -42,6 +42,8 @@ Schema version 1 (fields are added, never renamed, without a version bump):
   memory           {"cpu_rss_peak_mb" (peak resident memory of the process during the run),
                     "cuda_max_allocated_mb" (max CUDA memory allocated during the run; null on CPU)}
   train            {"wall_time_s", "steps", "epochs", "best_checkpoint"}
+  curve            [{"step", "bleu", "nll", "tokens_seen", "train_seconds"}]: every validation during training (the
+                   val/* metrics; "bleu" absent when module.val_bleu=false), so learning curves need no logger
   wall_time_s      whole run, including data preparation, test decoding and the measurements
   peak_memory_mb   memory.cuda_max_allocated_mb on GPU, memory.cpu_rss_peak_mb on CPU
   seed, device, versions {python, torch, lightning, sacrebleu, ...}, run_dir

@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from seqbench import benchmark, machine_peaks
 from seqbench.attention_maps import attention_examples, save_attention
-from seqbench.callbacks import AtomicCheckpointIO, TrainThroughput
+from seqbench.callbacks import AtomicCheckpointIO, LearningCurve, TrainThroughput
 from seqbench.config_check import validate
 from seqbench.errors import InputError, user_error
 from seqbench.evaluation import Evaluator
@@ -24,6 +24,7 @@ from seqbench.preflight import check_against_data, check_checkpoint_file, check_
 from seqbench.results import library_versions, write_results, write_status
 from seqbench.run_status import Diverged, Interrupted, SignalGuard, guarded
 from seqbench.sizing import fit_to_budget
+from seqbench.wandb_logging import finish_run, log_run_summary
 
 # Lightning warns that a run resumed mid-epoch repeats batches unless its DataLoader is stateful; seqbench's batch
 # sampler resumes at the right batch instead (seqbench.callbacks.ResumeState), so the warning would be wrong here.
@@ -107,8 +108,19 @@ def _log_measurements(trainer, results: dict) -> None:
 
 
 def run(cfg: DictConfig) -> dict:
-    """One run; a run that does not complete leaves results.json with its status ("interrupted", "diverged",
-    "failed") and the reason, and raises (train.py turns that into the exit status)."""
+    """One job. It leaves results.json with its status ("completed", or "interrupted", "diverged", "failed" and the
+    reason) and re-raises what stopped it (train.py turns that into the exit status). Its W&B run, if any, ends with
+    it (marked failed if the job raised), so every job of a multirun gets a run of its own."""
+    try:
+        results = _recorded_run(cfg)
+    except BaseException:
+        finish_run(exit_code=1)
+        raise
+    finish_run(exit_code=0)
+    return results
+
+
+def _recorded_run(cfg: DictConfig) -> dict:
     started = time.perf_counter()
     validate(cfg)
     check_environment(cfg)  # devices, writable directories, checkpoint file: before anything is built or written
@@ -171,6 +183,9 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
         save_run_files(run_dir, spec, OmegaConf.to_container(cfg.module.decoding), tokenizers,
                        OmegaConf.to_yaml(cfg, resolve=True))
     progress["trainer"] = trainer
+    for logger in trainer.loggers:  # the whole resolved config: W&B's config panel, the CSV logger's hparams.yaml
+        logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
+        logger.save()
 
     # Checkpoints are loaded with weights_only=True: tensors and plain types only, never arbitrary pickled objects.
     fit_started = time.perf_counter()
@@ -198,6 +213,7 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
         for split, evaluation in module.evaluations.items():
             Evaluator.write(run_dir, split, evaluation)
     guard.phase = "measurements"
+    curve = next((c for c in callbacks if isinstance(c, LearningCurve)), None)
     measurements = measure(cfg, trainer, module, datamodule, throughput)
     device = trainer.strategy.root_device
     results = {
@@ -212,6 +228,7 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
         **measurements,
         "train": {"wall_time_s": fit_seconds, "steps": trainer.global_step, "epochs": trainer.current_epoch,
                   "best_checkpoint": best},
+        "curve": curve.points if curve else [],
         "wall_time_s": time.perf_counter() - started,
         "peak_memory_mb": measurements["memory"]["cuda_max_allocated_mb" if device.type == "cuda"
                                                  else "cpu_rss_peak_mb"],
@@ -226,6 +243,7 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
     guard.phase = "writing results"
     if trainer.is_global_zero:
         write_results(results, run_dir)
+        log_run_summary(trainer.loggers, results, run_dir, trainer.global_step)
         _print_summary(results)
     return results
 

@@ -3,9 +3,10 @@
 Run directories (or multirun directories: results.json files are found recursively) are grouped by their label
 (`compare.label`; runs sharing one are seeds of one model). The report is a markdown table of means ± seed std with
 paired bootstrap p-values, BLEU by source length, and PNG plots; notebooks/compare.ipynb shows the same through the
-same functions. Everything is read from the run directories: results.json, {hypotheses,references,sources}.test.txt,
-csv/metrics.csv and attention.pt. Other toolkits' outputs join as extra rows (`--external NAME=HYP_FILE`), scored
-against the first run's references and sources (seqbench.report.load.external_run).
+same functions. Everything is read from the run directories: results.json (learning curves included; runs recorded
+before it had them fall back to csv/metrics.csv), {hypotheses,references,sources}.test.txt and attention.pt. Other
+toolkits' outputs join as extra rows (`--external NAME=HYP_FILE`), scored against the first run's references and
+sources (seqbench.report.load.external_run).
 """
 from __future__ import annotations
 

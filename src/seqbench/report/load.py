@@ -47,20 +47,17 @@ class Run:
     def curve(self) -> list[dict]:
         """Validation points logged during training: [{"step", "bleu", "tokens_seen", "train_seconds"}].
 
-        Read from the CSV logger's metrics.csv: rows carrying val/bleu together with val/tokens_seen (the final
-        re-validation of the best checkpoint has no training progress and is left out).
+        From results.json's "curve" (written whatever the logger), or, for runs recorded before it existed, from the
+        CSV logger's metrics.csv: rows carrying val/bleu together with val/tokens_seen (the final re-validation of
+        the best checkpoint has no training progress and is left out).
         """
         if "curve" not in self._cache:
-            points = []
-            for path in sorted(self.path.glob("**/metrics.csv"))[:1]:
-                with path.open(newline="") as f:
-                    for row in csv.DictReader(f):
-                        values = {k: _number(row.get(k)) for k in ("step", "val/bleu", "val/tokens_seen",
-                                                                   "val/train_seconds")}
-                        if values["val/bleu"] is not None and values["val/tokens_seen"] is not None:
-                            points.append({"step": values["step"], "bleu": values["val/bleu"],
-                                           "tokens_seen": values["val/tokens_seen"],
-                                           "train_seconds": values["val/train_seconds"]})
+            if "curve" in self.results:
+                points = [{key: p.get(key) for key in ("step", "bleu", "tokens_seen", "train_seconds")}
+                          for p in self.results["curve"]]
+            else:
+                points = next((_csv_curve(path) for path in sorted(self.path.glob("**/metrics.csv"))), [])
+            points = [p for p in points if p["bleu"] is not None and p["tokens_seen"] is not None]
             self._cache["curve"] = sorted(points, key=lambda p: p["tokens_seen"])
         return self._cache["curve"]
 
@@ -69,6 +66,14 @@ class Run:
             path = self.path / "attention.pt"
             self._cache["attention"] = load_attention(path) if path.is_file() else None
         return self._cache["attention"]
+
+
+def _csv_curve(path: Path) -> list[dict]:
+    with path.open(newline="") as f:
+        rows = [{k: _number(row.get(k)) for k in ("step", "val/bleu", "val/tokens_seen", "val/train_seconds")}
+                for row in csv.DictReader(f)]
+    return [{"step": r["step"], "bleu": r["val/bleu"], "tokens_seen": r["val/tokens_seen"],
+             "train_seconds": r["val/train_seconds"]} for r in rows]
 
 
 def _number(text: str | None) -> float | None:
