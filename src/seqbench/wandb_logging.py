@@ -26,6 +26,7 @@ from lightning.pytorch.loggers.logger import rank_zero_experiment
 from seqbench.benchmark import fixed_subset
 from seqbench.config_check import ConfigError
 from seqbench.errors import InputError
+from seqbench.nested import get_path
 
 # Modes that talk to a server: a failure to reach it falls back to offline.
 _ONLINE_MODES = ("online", "run", "shared")
@@ -180,12 +181,6 @@ _SUMMARY = {("test", "bleu"): "test/bleu", ("test", "chrf"): "test/chrf", ("vali
             ("peak_memory_mb",): "peak_memory_mb", ("train", "steps"): "train/steps"}
 
 
-def _lookup(results: dict, path: tuple[str, ...]):
-    for key in path:
-        results = results.get(key) if isinstance(results, dict) else None
-    return results
-
-
 def _image(figure, caption: str | None = None):
     """A matplotlib Figure (built without pyplot, as the report's are) as a wandb.Image."""
     import wandb
@@ -206,7 +201,7 @@ def log_run_summary(loggers, results: dict, run_dir: str | Path, step: int) -> N
     from seqbench.report import attention_figures, plot_bleu_by_length
     from seqbench.report.load import Run
 
-    summary = {name: value for path, name in _SUMMARY.items() if (value := _lookup(results, path)) is not None}
+    summary = {name: value for path, name in _SUMMARY.items() if (value := get_path(results, ".".join(path))) is not None}
     run = Run(Path(run_dir), results)
     groups = {run.label: [run]}
     images = {}
