@@ -86,3 +86,13 @@ def test_unreachable_length_bucket_is_a_config_error():
     with pytest.raises(ConfigError, match="61-10000"):
         generate_splits(GrammarConfig(clause_count_weights=(1.0,), train_size=10, valid_per_bucket=1,
                                       test_per_bucket=1))
+
+
+def test_default_splits_are_unchanged(default_splits):
+    """Every default pair's texts, as generated before the long-range options existed (commit f041aef)."""
+    import hashlib
+    import json
+
+    texts = {name: [(r["src"], r["tgt"]) for r in rows] for name, rows in default_splits.items()}
+    digest = hashlib.sha1(json.dumps(texts, sort_keys=True).encode()).hexdigest()
+    assert digest == "574405013174b935dd8988bb93085b42ae0ba737"
