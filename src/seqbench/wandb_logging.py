@@ -24,8 +24,7 @@ from lightning.pytorch.loggers import WandbLogger as LightningWandbLogger
 from lightning.pytorch.loggers.logger import rank_zero_experiment
 
 from seqbench.benchmark import fixed_subset
-from seqbench.config_check import ConfigError
-from seqbench.errors import InputError
+from seqbench.errors import ConfigError, InputError
 from seqbench.nested import get_path
 
 # Modes that talk to a server: a failure to reach it falls back to offline.
