@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from seqbench.errors import positive_int
-from seqbench.models.interface import Seq2Seq, copy_config
+from seqbench.models.interface import Seq2Seq
 
 
 class MeanContextGRU(Seq2Seq):
@@ -50,15 +50,7 @@ class MeanContextGRU(Seq2Seq):
         super().validate_config(cfg)
         positive_int(cls.config_value(cfg, "hidden_size"), "model.hidden_size")
 
-    @classmethod
-    def width(cls, cfg):
-        return cls.config_value(cfg, "hidden_size"), 1
-
-    @classmethod
-    def with_width(cls, cfg, width):
-        out = copy_config(cfg)
-        out["hidden_size"] = width
-        return out
+    width_key = "hidden_size"  # what param-budget sizing scales
 
     @classmethod
     def run_label(cls, preset, cfg):

@@ -107,15 +107,28 @@ class Seq2Seq(nn.Module):
             if key in cfg:
                 probability(cfg[key], f"model.{key}")
 
+    # Param-budget sizing scales one config key (the width knob); these keys keep their ratio to it. A family with a
+    # different rule overrides `width`/`with_width`; one without a knob cannot be sized (compare.param_budget).
+    width_key: str | None = None
+    scaled_with_width: tuple[str, ...] = ()
+
     @classmethod
     def width(cls, cfg: Mapping) -> tuple[int, int]:
         """(the current value of the family's width knob, the step its values must be multiples of)."""
-        raise ConfigError(f"model._target_={cfg.get('_target_')}: this family has no parameter-budget sizing "
-                          "(compare.param_budget); set compare.param_budget=null")
+        if cls.width_key is None:
+            raise ConfigError(f"model._target_={cfg.get('_target_')}: this family has no parameter-budget sizing "
+                              "(compare.param_budget); set compare.param_budget=null")
+        return cls.config_value(cfg, cls.width_key), 1
 
     @classmethod
     def with_width(cls, cfg: Mapping, width: int) -> dict:
-        raise ConfigError(f"model._target_={cfg.get('_target_')}: this family has no parameter-budget sizing")
+        """A copy of cfg with the knob at `width` and the `scaled_with_width` keys scaled by the same factor."""
+        current, _ = cls.width(cfg)
+        out = copy_config(cfg)
+        out[cls.width_key] = width
+        for key in cls.scaled_with_width:
+            out[key] = scaled(cls.config_value(cfg, key), width / current)
+        return out
 
     @classmethod
     def run_label(cls, preset: str, cfg: Mapping) -> str:

@@ -31,7 +31,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqbench.errors import choice, positive_int
-from seqbench.models.interface import Seq2Seq, copy_config, scaled
+from seqbench.models.interface import Seq2Seq
 
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
 ATTENTION = ("none", "bahdanau", "luong_dot", "luong_general", "luong_concat")
@@ -217,17 +217,7 @@ class RNNSeq2Seq(Seq2Seq):
         for key in ("embed_dim", "hidden_size", "encoder_layers", "decoder_layers"):
             positive_int(cls.config_value(cfg, key), f"model.{key}")
 
-    @classmethod
-    def width(cls, cfg) -> tuple[int, int]:
-        return cls.config_value(cfg, "hidden_size"), 1
-
-    @classmethod
-    def with_width(cls, cfg, width: int) -> dict:
-        """hidden_size = width; embed_dim keeps its ratio to it."""
-        out = copy_config(cfg)
-        factor = width / cls.config_value(cfg, "hidden_size")
-        out["hidden_size"], out["embed_dim"] = width, scaled(cls.config_value(cfg, "embed_dim"), factor)
-        return out
+    width_key, scaled_with_width = "hidden_size", ("embed_dim",)  # param-budget sizing: embed_dim keeps its ratio
 
     @classmethod
     def run_label(cls, preset: str, cfg) -> str:

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbench.errors import positive_int, require
-from seqbench.models.interface import Seq2Seq, copy_config, scaled
+from seqbench.models.interface import Seq2Seq
 
 
 def sinusoidal_table(max_positions: int, d_model: int) -> torch.Tensor:
@@ -224,19 +224,13 @@ class Transformer(Seq2Seq):
         require(d_model % 2 == 0 or cls.config_value(cfg, "learned_positions"),
                 f"model.d_model={d_model}: sinusoidal positions need an even d_model")
 
+    width_key, scaled_with_width = "d_model", ("d_ff",)  # param-budget sizing: d_ff keeps its ratio to d_model
+
     @classmethod
     def width(cls, cfg) -> tuple[int, int]:
         # heads split d_model evenly; sinusoidal tables interleave sin/cos, so d_model must be even
         step = math.lcm(cls.config_value(cfg, "n_heads"), 1 if cls.config_value(cfg, "learned_positions") else 2)
         return cls.config_value(cfg, "d_model"), step
-
-    @classmethod
-    def with_width(cls, cfg, width: int) -> dict:
-        """d_model = width; d_ff keeps its ratio to d_model."""
-        out = copy_config(cfg)
-        factor = width / cls.config_value(cfg, "d_model")
-        out["d_model"], out["d_ff"] = width, scaled(cls.config_value(cfg, "d_ff"), factor)
-        return out
 
     def flops_per_token(self, src_len: int, tgt_len: int) -> float:
         """Forward matmul FLOPs per target token (nanoGPT-style: 2 per weight, plus attention scores and mixing)."""
