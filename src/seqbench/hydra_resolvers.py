@@ -18,23 +18,11 @@ def conv_blocks(n_layers: int, channels: int, kernel: int) -> list[list[int]]:
 
 
 def run_name(label: str, model, seed) -> str:
-    """A run's name in W&B: its label plus the shape settings a sweep varies and the seed, e.g.
-    transformer-h4-L3-ff512-s42, rnn-bahdanau-gru256-L1-s42, cnn-L4-k3-c256-s42 (first encoder block's kernel and
-    channels). Encoder and decoder depths are given apart when they differ (enc3-dec1)."""
-    def depth(enc: int, dec: int) -> str:
-        return f"L{enc}" if enc == dec else f"enc{enc}-dec{dec}"
+    """A run's name in W&B: its label plus the shape settings a sweep varies (as the model's family words them,
+    `shape_tags`) and the seed, e.g. transformer-h4-L3-ff512-s42, rnn-bahdanau-gru256-L1-s42, cnn-L4-k3-c256-s42."""
+    from seqbench.models.interface import family_of
 
-    name = model.get("name")
-    if name == "transformer":
-        parts = [f"h{model.n_heads}", depth(model.encoder_layers, model.decoder_layers), f"ff{model.d_ff}"]
-    elif name == "rnn":
-        parts = [f"{model.cell}{model.hidden_size}", depth(model.encoder_layers, model.decoder_layers)]
-    elif name == "cnn":
-        channels, kernel = model.encoder_layers[0]
-        parts = [depth(len(model.encoder_layers), len(model.decoder_layers)), f"k{kernel}", f"c{channels}"]
-    else:
-        parts = []
-    return "-".join([label, *parts, f"s{seed}"])
+    return "-".join([label, *family_of(model).shape_tags(model), f"s{seed}"])
 
 
 def register_resolvers() -> None:

@@ -25,7 +25,7 @@ from torch.nn.utils.parametrizations import weight_norm
 
 from seqbench.data.tokenizer import PAD_ID
 from seqbench.errors import is_int, positive_int, require
-from seqbench.models.interface import Seq2Seq, copy_config, scaled
+from seqbench.models.interface import Seq2Seq, copy_config, depth_tag, scaled
 
 SQRT_HALF = math.sqrt(0.5)
 
@@ -233,6 +233,12 @@ class ConvS2S(Seq2Seq):
         for key in ("embed_dim", "out_embed_dim"):
             out[key] = scaled(cls.config_value(cfg, key), factor)
         return out
+
+    @classmethod
+    def shape_tags(cls, cfg) -> list[str]:
+        encoder, decoder = cls.config_value(cfg, "encoder_layers"), cls.config_value(cfg, "decoder_layers")
+        channels, kernel = encoder[0]
+        return [depth_tag(len(encoder), len(decoder)), f"k{kernel}", f"c{channels}"]
 
     def flops_per_token(self, src_len: int, tgt_len: int) -> float:
         """Forward matmul FLOPs per target token (2 per multiply-add): convolutions, projections, attention scores

@@ -134,6 +134,16 @@ class Seq2Seq(nn.Module):
     def run_label(cls, preset: str, cfg: Mapping) -> str:
         return preset
 
+    @classmethod
+    def shape_tags(cls, cfg: Mapping) -> list[str]:
+        """Short tags of the shape settings a sweep varies, for run names (e.g. ["h4", "L3", "ff512"])."""
+        return []
+
+
+def depth_tag(encoder_layers: int, decoder_layers: int) -> str:
+    """"L3" when both stacks are 3 deep, else "enc3-dec1"."""
+    return f"L{encoder_layers}" if encoder_layers == decoder_layers else f"enc{encoder_layers}-dec{decoder_layers}"
+
 
 def scaled(value: int, factor: float, multiple: int = 1) -> int:
     """value * factor rounded to a positive multiple of `multiple`: widths that keep their ratio to the knob."""

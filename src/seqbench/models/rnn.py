@@ -26,12 +26,14 @@ maxout) of size embed_dim; Luong's h~_t is its readout. Either goes through drop
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqbench.errors import choice, positive_int
-from seqbench.models.interface import Seq2Seq
+from seqbench.models.interface import Seq2Seq, depth_tag
 
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
 ATTENTION = ("none", "bahdanau", "luong_dot", "luong_general", "luong_concat")
@@ -218,6 +220,11 @@ class RNNSeq2Seq(Seq2Seq):
             positive_int(cls.config_value(cfg, key), f"model.{key}")
 
     width_key, scaled_with_width = "hidden_size", ("embed_dim",)  # param-budget sizing: embed_dim keeps its ratio
+
+    @classmethod
+    def shape_tags(cls, cfg) -> list[str]:
+        value = functools.partial(cls.config_value, cfg)
+        return [f"{value('cell')}{value('hidden_size')}", depth_tag(value("encoder_layers"), value("decoder_layers"))]
 
     @classmethod
     def run_label(cls, preset: str, cfg) -> str:

@@ -6,6 +6,7 @@ values, and the cross-attention keys/values are computed once per sentence.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -13,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqbench.errors import positive_int, require
-from seqbench.models.interface import Seq2Seq
+from seqbench.models.interface import Seq2Seq, depth_tag
 
 
 def sinusoidal_table(max_positions: int, d_model: int) -> torch.Tensor:
@@ -225,6 +226,12 @@ class Transformer(Seq2Seq):
                 f"model.d_model={d_model}: sinusoidal positions need an even d_model")
 
     width_key, scaled_with_width = "d_model", ("d_ff",)  # param-budget sizing: d_ff keeps its ratio to d_model
+
+    @classmethod
+    def shape_tags(cls, cfg) -> list[str]:
+        value = functools.partial(cls.config_value, cfg)
+        return [f"h{value('n_heads')}", depth_tag(value("encoder_layers"), value("decoder_layers")),
+                f"ff{value('d_ff')}"]
 
     @classmethod
     def width(cls, cfg) -> tuple[int, int]:
