@@ -17,7 +17,8 @@ from seqbench import benchmark, machine_peaks
 from seqbench.attention_maps import attention_examples, save_attention
 from seqbench.callbacks import AtomicCheckpointIO, LearningCurve, TrainThroughput
 from seqbench.config_check import validate
-from seqbench.errors import InputError, user_error
+from seqbench.cli import one_line
+from seqbench.errors import InputError
 from seqbench.evaluation import Evaluator
 from seqbench.inference import instantiate_model, load_checkpoint_weights, model_spec, save_run_files
 from seqbench.preflight import check_against_data, check_checkpoint_file, check_environment
@@ -134,7 +135,7 @@ def _recorded_run(cfg: DictConfig) -> dict:
             _record_stop(cfg, run_dir, status, stop, progress, guard.phase)
             raise
         except Exception as error:
-            if user_error(error) is None:  # a bad input is reported before anything runs; a crash is recorded
+            if one_line(error) is None:  # a bad input (ours, Hydra's, Lightning's) is one line; a crash is recorded
                 _record_stop(cfg, run_dir, "failed", error, progress, guard.phase)
             raise
 
