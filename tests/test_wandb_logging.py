@@ -48,7 +48,7 @@ def test_multirun_logs_one_wandb_run_per_job_with_config_and_tables(tmp_path):
         assert run["exit_code"] == 0
         assert run["name"] == f"transformer-h2-L1-ff64-s{seed}"
         config = run["config"]  # the whole resolved config, nested as in results.json
-        assert config["seed"] == seed and config["model"]["d_model"] == 32 and config["task_name"] == "arch_comparison"
+        assert config["seed"] == seed and config["model"]["d_model"] == 32 and config["task_name"] == results["config"]["task_name"]
         assert config["data"] == results["config"]["data"]
         assert run["summary"]["test/bleu"] == pytest.approx(results["test"]["bleu"])
         assert run["summary"]["parameters"] == results["parameters"]
@@ -108,7 +108,7 @@ def test_a_failed_job_finishes_its_run_as_failed(tmp_path):
             WandbLogger(project="seqbench", save_dir={str(tmp_path)!r}).log_metrics({{"x": 1.0}}, step=0)
             raise RuntimeError("the job failed")
 
-        seqbench.run._run = failing_job
+        seqbench.run._recorded_run = failing_job  # what run() wraps: validation, status record, training
         try:
             seqbench.run.run(None)
         except RuntimeError:
