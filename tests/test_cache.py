@@ -7,7 +7,6 @@ import shutil
 
 from test_bible import corpus, wheel  # noqa: F401 - the module-scoped fixture building a small fake wheel
 
-from seqbench.data import bible
 from seqbench.data.cache import cached, problem, seal
 from seqbench.data.corpus import SyntheticCorpus
 from seqbench.data.tokenizer import TokenizerPair
