@@ -47,5 +47,5 @@ def test_describe_errors_are_one_line(tmp_path, capsys):
                    "(public-domain translations only)"]
     assert main(["describe", "data=nonexistent"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "data/nonexistent" in err[0]
+    assert len(err) == 1 and err[0].startswith("error: data=nonexistent: no such config") and "synthetic" in err[0]
     assert main(["summarise"]) == 2

@@ -207,11 +207,11 @@ def test_checkpoint_without_spec_reports_the_shape_that_differs():
 
 def test_not_a_run_is_one_line_error(tmp_path, capsys):
     from seqbench.average import main as average
-    from seqbench.errors import run_cli
+    from seqbench.cli import run_tool
     from seqbench.translate import main as translate
 
-    assert run_cli(translate, [str(tmp_path)]) == 2
-    assert run_cli(average, [str(tmp_path), "--output", str(tmp_path / "avg.ckpt")]) == 2
+    assert run_tool(translate, [str(tmp_path)]) == 2
+    assert run_tool(average, [str(tmp_path), "--output", str(tmp_path / "avg.ckpt")]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and "no model.json" in lines[0] and "save_top_k" in lines[1]
 

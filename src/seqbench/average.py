@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from seqbench.errors import InputError, run_cli
+from seqbench.cli import run_tool
+from seqbench.errors import InputError
 from seqbench.inference import checkpoint_spec, read_checkpoint
 from seqbench.io import atomic_torch_save
 
@@ -96,4 +97,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(run_cli(main))
+    sys.exit(run_tool(main))

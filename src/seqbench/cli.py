@@ -137,3 +137,18 @@ def run_cli(main: Callable[[], object]) -> None:
         raise
     finally:
         composition_done()
+
+
+def run_tool(main: Callable[..., object], *args) -> int:
+    """Run a command-line tool's `main(*args)` (translate, average, export, data describe): a mistake in the user's
+    input (`one_line`) becomes `error: ...` on stderr and exit status 2; anything else is a bug and keeps its
+    traceback."""
+    try:
+        main(*args)
+    except Exception as error:  # noqa: BLE001 - re-raised below unless it is the user's
+        message = one_line(error)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+    return 0

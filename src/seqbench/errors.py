@@ -51,19 +51,3 @@ def probability(value: Any, key: str) -> None:
 def choice(value: Any, key: str, allowed: Iterable[str]) -> None:
     allowed = tuple(allowed)
     require(value in allowed, f"{key}={value!r}: allowed values are {', '.join(allowed)}")
-
-
-def run_cli(main, *args) -> int:
-    """Runs a command-line tool's `main(*args)`: the user's own mistakes become one `error: ...` line on stderr and
-    exit status 2; anything else is a bug and keeps its traceback."""
-    import sys
-
-    try:
-        main(*args)
-    except Exception as error:  # noqa: BLE001 - re-raised below unless it is the user's
-        cause = user_error(error)
-        if cause is None:
-            raise
-        print(f"error: {cause}", file=sys.stderr)
-        return 2
-    return 0

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from seqbench.errors import InputError, run_cli
+from seqbench.cli import run_tool
+from seqbench.errors import InputError
 from seqbench.inference import CONFIG_FILE, MODEL_FILE, TOKENIZERS_DIR, WEIGHTS_FILE, load_run
 from seqbench.io import atomic_path
 
@@ -122,4 +123,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(run_cli(main))
+    sys.exit(run_tool(main))

@@ -21,7 +21,8 @@ import torch
 from seqbench.attention_maps import attention_example
 from seqbench.data.batching import collate, token_budget_batches
 from seqbench.decoding import DecodingConfig, generate
-from seqbench.errors import InputError, run_cli
+from seqbench.cli import run_tool
+from seqbench.errors import InputError
 from seqbench.inference import LoadedModel, load_run
 from seqbench.io import atomic_write_text
 
@@ -150,4 +151,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(run_cli(main))
+    sys.exit(run_tool(main))

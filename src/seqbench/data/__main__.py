@@ -99,30 +99,20 @@ def main(argv: list[str] | None = None) -> int:
     as_json = "--json" in argv
     overrides = [a for a in argv[1:] if a != "--json"]
 
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    from seqbench.errors import user_error
-
-    try:
-        cfg = compose_config(overrides)
+    def build_and_show() -> None:
         from hydra.utils import instantiate
 
-        datamodule = instantiate(cfg.data)
+        datamodule = instantiate(compose_config(overrides).data)
         datamodule.prepare_data()
         report = describe(datamodule)
-    except (HydraException, OmegaConfBaseException, ValueError) as error:
-        cause = user_error(error)
-        if cause is None and not isinstance(error, (HydraException, OmegaConfBaseException)):
-            raise
-        # Hydra's own composition errors (e.g. an unknown data=...) span lines: fold them into one.
-        print(f"error: {' '.join(str(cause or error).split())}", file=sys.stderr)
-        return 2
-    if as_json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
-    else:
-        print_report(report)
-    return 0
+        if as_json:
+            print(json.dumps(report, indent=2, ensure_ascii=False))
+        else:
+            print_report(report)
+
+    from seqbench.cli import run_tool  # Hydra's and the corpora's mistakes alike become one line, exit status 2
+
+    return run_tool(build_and_show)
 
 
 if __name__ == "__main__":
