@@ -1,9 +1,8 @@
 """The user's mistakes (config values, data files, corpora), reported as one line with exit status 2, no traceback.
 
 `ConfigError`: a bad config value, found before any data or model is built. `InputError`: a bad file, corpus or
-checkpoint, found when it is read. `require`/`positive_int`/`choice`/`probability` are the checks every config
-validator uses (seqbench.config_check and each model class's `validate_config`), so messages read the same
-everywhere: `<key>=<value>: <what is allowed>`.
+checkpoint, found when it is read. `require`/`positive_int`/`choice`/`probability` are the checks each model class's
+`validate_config` uses, so messages read the same everywhere: `<key>=<value>: <what is allowed>`.
 """
 from __future__ import annotations
 

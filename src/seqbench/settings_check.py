@@ -16,14 +16,11 @@ from typing import Any, Callable, get_args
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from seqbench.config_check import ConfigError
+from seqbench.errors import ConfigError, is_int
+from seqbench.nested import lookup
 
 UINT32_MAX = 2**32 - 1  # numpy's seed range, which Lightning's seed_everything enforces
 MAX_TIME = re.compile(r"\d+:\d\d:\d\d:\d\d")  # Lightning's Timer format DD:HH:MM:SS
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _is_number(value) -> bool:
@@ -38,7 +35,7 @@ class Spec:
 
 def integer(low: int, high: int | None = None, none: bool = False, note: str = "") -> Spec:
     bound = f">= {low}" if high is None else f"in [{low}, {high}]"
-    return Spec(lambda v: (none and v is None) or _is_int(v) and v >= low and (high is None or v <= high),
+    return Spec(lambda v: (none and v is None) or is_int(v) and v >= low and (high is None or v <= high),
                 f"an integer {bound}" + (" or null" if none else "") + note)
 
 
@@ -59,7 +56,7 @@ def one_of(*choices) -> Spec:
 
 def batches_limit(none: bool = True) -> Spec:
     """Lightning's limit_*_batches / val_check_interval: a fraction of the epoch (float in [0, 1]) or a count."""
-    return Spec(lambda v: (none and v is None) or _is_int(v) and v >= 0 or isinstance(v, float) and 0.0 <= v <= 1.0,
+    return Spec(lambda v: (none and v is None) or is_int(v) and v >= 0 or isinstance(v, float) and 0.0 <= v <= 1.0,
                 "a fraction in [0.0, 1.0] or a whole number of batches >= 0")
 
 
@@ -73,11 +70,11 @@ def _max_time(value) -> bool:
 
 
 def _devices(value) -> bool:
-    if value == "auto" or _is_int(value) and (value >= 1 or value == -1):
+    if value == "auto" or is_int(value) and (value >= 1 or value == -1):
         return True
     if isinstance(value, str):  # "0,1" or "2": Lightning's device-string forms
         return re.fullmatch(r"-1|\d+|\d+(,\d+)*,?", value.strip()) is not None
-    return isinstance(value, ListConfig) and len(value) > 0 and all(_is_int(v) and v >= 0 for v in value)
+    return isinstance(value, ListConfig) and len(value) > 0 and all(is_int(v) and v >= 0 for v in value)
 
 
 def _precisions() -> tuple:
@@ -104,6 +101,7 @@ def _precision_spec() -> Spec:
 SPECS: dict[str, Spec | Callable[[], Spec]] = {
     # project
     "seed": integer(0, UINT32_MAX),
+    "threads": integer(1, none=True, note=" (null: torch's default)"),
     "train": boolean(),
     "test": boolean(),
     "ckpt_path": Spec(lambda v: v is None or isinstance(v, str) and v != "", "a checkpoint file path or null"),
@@ -122,7 +120,7 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "trainer.gradient_clip_algorithm": one_of(None, "norm", "value"),
     "trainer.accumulate_grad_batches": integer(1),
     "trainer.check_val_every_n_epoch": integer(1, none=True),
-    "trainer.val_check_interval": Spec(lambda v: v is None or _is_int(v) and v >= 1
+    "trainer.val_check_interval": Spec(lambda v: v is None or is_int(v) and v >= 1
                                        or isinstance(v, float) and 0.0 < v <= 1.0,
                                        "a fraction of the epoch in (0.0, 1.0] or a number of batches >= 1"),
     "trainer.limit_train_batches": batches_limit(),
@@ -145,7 +143,11 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "scheduler.warmup_steps": integer(0, note=" (updates; 0: no warm-up)"),
     "scheduler.total_steps": integer(1),
     "scheduler.min_factor": number(0, high=1),
-    # data (the model's and other data keys are in config_check.validate)
+    # data (the model's keys are checked by its family)
+    "data.vocab_size": integer(16),
+    "data.max_tokens": integer(1),
+    "data.eval_max_tokens": integer(1, none=True),
+    "data.train_max_len": integer(1, none=True),
     "data.max_sentences": integer(1, none=True),
     "data.max_src_len": integer(1, none=True),
     "data.max_tgt_len": integer(1, none=True),
@@ -154,13 +156,24 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "data.seed": integer(0, UINT32_MAX),
     # decoding and measurements
     "module.val_bleu": boolean(),
+    "module.label_smoothing": Spec(lambda v: _is_number(v) and 0 <= v < 1, "a number in [0, 1)"),
+    "module.decoding.beam_size": integer(1),
+    "module.decoding.length_penalty": number(0),
+    "module.decoding.min_len": integer(0),
+    "module.decoding.max_len": integer(1, none=True),
     "module.decoding.max_len_a": number(0),
     "module.decoding.max_len_b": integer(0),
+    "measure.decode_sentences": integer(1, none=True, note=" (null: the whole test set)"),
     "measure.decode_warmup_batches": integer(0),
     "measure.peak_flops_seconds": number(0, strict=True),
     "measure.attention_examples": integer(0),
     "callbacks.throughput.warmup_steps": integer(0),
+    "compare.param_budget": integer(1, none=True),
 }
+# The keys run.py reads from `measure:`; a preset that merges another key there (a misplaced line) is a mistake
+# Hydra cannot see, because presets may add keys.
+MEASURE_KEYS = ("length_buckets", "decode_sentences", "decode_warmup_batches", "peak_flops_seconds",
+                "attention_examples")
 
 # Keys a `_target_` node may hold that its callable does not take: run.py removes them before instantiating.
 NOT_ARGUMENTS = {"model": {"name"}}
@@ -172,19 +185,9 @@ def _show(value) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def _get(cfg: DictConfig, key: str):
-    """(present, value) of a dotted key; values are resolved (interpolations followed)."""
-    node = cfg
-    for part in key.split("."):
-        if not isinstance(node, DictConfig) or part not in node:
-            return False, None
-        node = node[part]
-    return True, node
-
-
 def check_specs(cfg: DictConfig) -> None:
     for key, spec in SPECS.items():
-        present, value = _get(cfg, key)
+        present, value = lookup(cfg, key)
         if not present:
             continue
         spec = spec() if not isinstance(spec, Spec) else spec
@@ -194,11 +197,22 @@ def check_specs(cfg: DictConfig) -> None:
 
 def check_cross_keys(cfg: DictConfig) -> None:
     """Relations between keys that each look fine alone."""
-    present, total = _get(cfg, "scheduler.total_steps")
-    warmup = _get(cfg, "scheduler.warmup_steps")[1]
+    present, total = lookup(cfg, "scheduler.total_steps")
+    warmup = lookup(cfg, "scheduler.warmup_steps")[1]
     if present and warmup is not None and total < warmup:
         raise ConfigError(f"scheduler.total_steps={total}: must be >= scheduler.warmup_steps={warmup} "
                           f"(the decay starts after the warm-up)")
+    min_len, max_len = lookup(cfg, "module.decoding.min_len")[1], lookup(cfg, "module.decoding.max_len")[1]
+    if min_len is not None and max_len is not None and min_len > max_len:
+        raise ConfigError(f"module.decoding.min_len={min_len}: must not exceed module.decoding.max_len={max_len}")
+    unknown = sorted(set(lookup(cfg, "measure")[1] or {}) - set(MEASURE_KEYS))
+    if unknown:
+        raise ConfigError(f"measure.{', measure.'.join(unknown)}: unknown key (known: {', '.join(MEASURE_KEYS)})")
+    edges = lookup(cfg, "measure.length_buckets")[1]
+    if edges is None or not all(is_int(e) and e > 0 for e in edges) \
+            or not all(b > a for a, b in zip(edges, list(edges)[1:])):
+        raise ConfigError(f"measure.length_buckets={_show(edges)}: must be increasing positive word counts "
+                          f"(bucket upper edges)")
 
 
 def _locate(path: str, key: str):
