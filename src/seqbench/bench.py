@@ -117,11 +117,10 @@ def make_batches(pairs, max_tokens: int, seed: int) -> list[dict]:
 # --- models ------------------------------------------------------------------------------------------------------
 
 def build(config: dict, vocab_size: int, seed: int):
-    from hydra.utils import instantiate
+    from seqbench.inference import instantiate_model
 
     torch.manual_seed(seed)
-    return instantiate({k: v for k, v in config.items() if k != "name"}, src_vocab_size=vocab_size,
-                       tgt_vocab_size=vocab_size)
+    return instantiate_model(config, vocab_size, vocab_size)
 
 
 def baseline_models(setting: Setting, families: list[str]) -> list[tuple[str, str, object]]:
@@ -154,11 +153,6 @@ def preset_config(name: str) -> dict:
 
 # --- training ----------------------------------------------------------------------------------------------------
 
-def _clock(device: torch.device) -> float:
-    benchmark.synchronize(device)
-    return time.perf_counter()
-
-
 def train_speed(model, batches: list[dict], warmup: int, steps: int, device: torch.device, seqbench: bool) -> dict:
     """Trains `warmup` untimed steps, then `steps` timed ones in WINDOWS windows, cycling through the batches.
 
@@ -187,10 +181,10 @@ def train_speed(model, batches: list[dict], warmup: int, steps: int, device: tor
     windows, sentences, src_tokens, tgt_tokens = [], 0, 0, 0
     for first, last in zip(bounds, bounds[1:]):
         chosen = [batches[(warmup + i) % len(batches)] for i in range(first, last)]
-        start = _clock(device)
+        start = benchmark.clock(device)
         for batch in chosen:
             step(batch)
-        seconds = _clock(device) - start
+        seconds = benchmark.clock(device) - start
         tgt = sum(int((b["tgt_out"] != PAD_ID).sum()) for b in chosen)
         src = sum(int(b["src_mask"].sum()) for b in chosen)
         windows.append({"steps": len(chosen), "seconds": seconds, "target_tokens_per_s": tgt / seconds,

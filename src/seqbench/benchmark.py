@@ -30,7 +30,8 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _clock(device: torch.device) -> float:
+def clock(device: torch.device) -> float:
+    """time.perf_counter() after the device has finished its queued work."""
     synchronize(device)
     return time.perf_counter()
 
@@ -52,21 +53,21 @@ def decode_speed(model: Seq2Seq, batches: list[dict], decoding: DecodingConfig, 
         for batch in batches[:warmup_batches]:
             search(model, batch["src"], batch["src_mask"], decoding)
         sentences = tokens = 0
-        start = _clock(device)
+        start = clock(device)
         for batch in batches:
             hypotheses = search(model, batch["src"], batch["src_mask"], decoding)
             sentences += len(hypotheses)
             tokens += sum(len(h) for h in hypotheses)
-        seconds = _clock(device) - start
+        seconds = clock(device) - start
     return {"beam_size": decoding.beam_size, "sentences": sentences, "target_tokens": tokens, "seconds": seconds,
             "sentences_per_s": sentences / seconds, "target_tokens_per_s": tokens / seconds}
 
 
 def _timed_products(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, repeats: int) -> float:
-    start = _clock(a.device)
+    start = clock(a.device)
     for _ in range(repeats):
         torch.matmul(a, b, out=out)
-    return _clock(a.device) - start
+    return clock(a.device) - start
 
 
 @torch.no_grad()

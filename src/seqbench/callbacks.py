@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from pathlib import Path
 
 import lightning as L
@@ -14,7 +13,7 @@ from lightning.pytorch.plugins.io import TorchCheckpointIO
 from lightning.pytorch.trainer.states import RunningStage, TrainerFn
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-from seqbench.benchmark import synchronize
+from seqbench.benchmark import clock
 from seqbench.data.tokenizer import PAD_ID
 from seqbench.io import atomic_torch_save
 from seqbench.run_status import Diverged
@@ -49,8 +48,7 @@ class TrainThroughput(L.Callback):
         self._epoch_seconds, self._epoch_batches = 0.0, 0
 
     def _now(self, pl_module) -> float:
-        synchronize(pl_module.device)
-        return time.perf_counter()
+        return clock(pl_module.device)
 
     _COUNTERS = ("target_tokens", "all_tokens", "steps", "seconds", "tokens_seen", "train_seconds", "_sentences",
                  "_src_tokens", "_tgt_tokens", "_step", "_epoch_seconds", "_epoch_batches")
