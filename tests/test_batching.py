@@ -85,3 +85,18 @@ def test_resumed_sampler_continues_the_epoch_after_the_batches_done():
     finished.resume(epoch=2, batches_done=len(epoch2))  # saved at the end of epoch 2: the next one is epoch 3
     uninterrupted.set_epoch(3)
     assert list(finished) == list(uninterrupted)
+
+
+def test_lightning_reaches_the_batch_samplers_set_epoch():
+    """Lightning calls set_epoch on dataloader.sampler and dataloader.batch_sampler.sampler only: the token-budget
+    sampler must be reachable there, or every epoch repeats epoch 0's order."""
+    from lightning.fabric.utilities.data import _set_sampler_epoch
+    from torch.utils.data import DataLoader
+
+    from seqbench.data.batching import TokenBudgetBatchSampler
+
+    sampler = TokenBudgetBatchSampler([[i] for i in range(20)], shuffle=True, seed=0)
+    loader = DataLoader(list(range(20)), batch_sampler=sampler)
+    first = list(sampler)
+    _set_sampler_epoch(loader, 1)
+    assert sampler.epoch == 1 and list(sampler) != first

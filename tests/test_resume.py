@@ -82,9 +82,6 @@ def _assert_same_run(resumed: Path, reference: Path) -> None:
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), "final weights differ"
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (issue 13): the resumed run does not yet end with the "
-                   "uninterrupted run's counters and scores (measured: different tokens_seen/valid BLEU mid-epoch, "
-                   "epoch count after a cut during testing)")
 def test_sigterm_mid_epoch_exits_nonzero_and_the_rerun_resumes_exactly(tmp_path, uninterrupted):
     run_dir = tmp_path / "run"
     cut = train(tmp_path, run_dir, *RESUMABLE, "+callbacks.cut._target_=test_resume.SignalAt",
@@ -108,9 +105,6 @@ def test_sigterm_mid_epoch_exits_nonzero_and_the_rerun_resumes_exactly(tmp_path,
     _assert_same_run(run_dir, uninterrupted)
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (issue 13): the resumed run does not yet end with the "
-                   "uninterrupted run's counters and scores (measured: different tokens_seen/valid BLEU mid-epoch, "
-                   "epoch count after a cut during testing)")
 def test_sigint_during_testing_exits_nonzero_and_the_rerun_gives_the_same_results(tmp_path, uninterrupted):
     run_dir = tmp_path / "run"
     cut = train(tmp_path, run_dir, *RESUMABLE, "+callbacks.cut._target_=test_resume.SignalAt",

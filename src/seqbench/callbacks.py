@@ -19,15 +19,32 @@ from seqbench.io import atomic_torch_save
 from seqbench.run_status import Diverged
 
 
-class TrainThroughput(L.Callback):
+class TrainingState(L.Callback):
+    """A callback whose state describes the training run so far: saved in every checkpoint and restored (`restore`)
+    only when training resumes from one. Lightning also restores callbacks when the final validate/test loads the best
+    checkpoint, which would roll the whole run's record back to that checkpoint's."""
+
+    def restore(self, state: dict) -> None:
+        raise NotImplementedError
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        pass  # see on_load_checkpoint: only there is it known whether training resumes
+
+    def on_load_checkpoint(self, trainer, pl_module, checkpoint):
+        state = checkpoint.get("callbacks", {}).get(self.state_key)
+        if trainer.state.fn == "fit" and state is not None:
+            self.restore(state)
+
+
+class TrainThroughput(TrainingState):
     """Training speed and progress: steady-state tokens/s and steps/s, time per epoch, tokens seen.
 
     Every training step is timed from the end of the previous one (or the start of the epoch, or the end of a
     validation), with the device synchronised before each clock read, so validation time is never counted.
     Tokens/s and steps/s cover the steps after `warmup_steps` only (allocator, kernel selection and cache warm-up);
     tokens seen and training seconds cover all steps, and are logged at every validation (val/tokens_seen,
-    val/train_seconds) so BLEU can be plotted against training time or data seen. They are saved in checkpoints,
-    so a resumed run continues its curve.
+    val/train_seconds) so BLEU can be plotted against training time or data seen. They are saved in checkpoints and
+    restored when training resumes (TrainingState), so a resumed run continues its curve and its counters.
 
     Counts non-pad target tokens (fairseq's "wps") and non-pad source+target tokens, per process; the totals
     reported are summed over processes by the caller's world size (every rank sees batches of the same budget).
@@ -57,11 +74,11 @@ class TrainThroughput(L.Callback):
         # every counter, so a run resumed mid-epoch reports what an uninterrupted one would (timings aside)
         return {**{name: getattr(self, name) for name in self._COUNTERS}, "epoch_times": list(self.epoch_times)}
 
-    def load_state_dict(self, state_dict: dict) -> None:
+    def restore(self, state: dict) -> None:
         for name in self._COUNTERS:
-            if name in state_dict:  # checkpoints of older versions saved the whole-training totals only
-                setattr(self, name, state_dict[name])
-        self.epoch_times = list(state_dict["epoch_times"])
+            if name in state:  # checkpoints of older versions saved the whole-training totals only
+                setattr(self, name, state[name])
+        self.epoch_times = list(state["epoch_times"])
 
     def on_train_start(self, trainer, pl_module):
         self._mark = self._now(pl_module)  # a run resumed mid-epoch gets no on_train_epoch_start
@@ -255,13 +272,11 @@ class StopOnNonFiniteLoss(L.Callback):
                            f"or raise scheduler.warmup_steps")
 
 
-class LearningCurve(L.Callback):
+class LearningCurve(TrainingState):
     """The validation points of training, whatever the logger: after each validation during fit, the step, the
     validation BLEU and NLL, and the training progress (`val/tokens_seen`, `val/train_seconds` from
     TrainThroughput). run.py stores them in results.json ("curve") for the report's learning-curve plot.
-
-    Saved in checkpoints and restored only when training resumes: Lightning also restores callbacks when the final
-    validate/test loads the best checkpoint, which would cut the curve back to that checkpoint's step.
+    Saved in checkpoints and restored only when training resumes (TrainingState).
     """
 
     KEYS = {"bleu": "val/bleu", "nll": "val/nll", "tokens_seen": "val/tokens_seen", "train_seconds": "val/train_seconds"}
@@ -272,10 +287,8 @@ class LearningCurve(L.Callback):
     def state_dict(self) -> dict:
         return {"points": list(self.points)}
 
-    def on_load_checkpoint(self, trainer, pl_module, checkpoint):
-        state = checkpoint.get("callbacks", {}).get(self.state_key)
-        if trainer.state.fn == "fit" and state is not None:
-            self.points = list(state["points"])
+    def restore(self, state: dict) -> None:
+        self.points = list(state["points"])
 
     def on_validation_end(self, trainer, pl_module):
         if trainer.state.fn != "fit" or trainer.sanity_checking:

@@ -41,7 +41,8 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                    absent when no step was measured
   memory           {"cpu_rss_peak_mb" (peak resident memory of the process during the run),
                     "cuda_max_allocated_mb" (max CUDA memory allocated during the run; null on CPU)}
-  train            {"wall_time_s", "steps", "epochs", "best_checkpoint"}
+  train            {"wall_time_s", "steps", "epochs" (updates x accumulation / batches per epoch: passes over the
+                   training data, fractional when training stopped mid-epoch), "best_checkpoint"}
   curve            [{"step", "bleu", "nll", "tokens_seen", "train_seconds"}]: every validation during training (the
                    val/* metrics; "bleu" absent when module.val_bleu=false), so learning curves need no logger
   wall_time_s      whole run, including data preparation, test decoding and the measurements

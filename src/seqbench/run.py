@@ -227,7 +227,7 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
         **scores,
         "throughput": throughput.summary(trainer.world_size) if throughput else {},
         **measurements,
-        "train": {"wall_time_s": fit_seconds, "steps": trainer.global_step, "epochs": trainer.current_epoch,
+        "train": {"wall_time_s": fit_seconds, "steps": trainer.global_step, "epochs": _epochs_trained(trainer),
                   "best_checkpoint": best},
         "curve": curve.points if curve else [],
         "wall_time_s": time.perf_counter() - started,
@@ -247,6 +247,15 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
         log_run_summary(trainer.loggers, results, run_dir, trainer.global_step)
         _print_summary(results)
     return results
+
+
+def _epochs_trained(trainer) -> float | None:
+    """Updates / batches per epoch: the passes over the training data, fractional when training stopped mid-epoch.
+    (Lightning's current_epoch is not it: a run resumed after its last update keeps the checkpoint's epoch.)"""
+    batches = trainer.num_training_batches
+    if not batches or batches == float("inf"):
+        return None
+    return trainer.global_step * trainer.accumulate_grad_batches / batches
 
 
 def _print_summary(results: dict) -> None:

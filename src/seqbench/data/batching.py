@@ -49,8 +49,15 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         self.batches, self.shuffle, self.seed, self.epoch = batches, shuffle, seed, 0
         self._skip = 0  # batches of the next iteration already consumed before a restart
 
-    def set_epoch(self, epoch: int) -> None:  # called by Lightning at the start of every epoch
+    def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
+
+    @property
+    def sampler(self) -> "TokenBudgetBatchSampler":
+        """Lightning calls `set_epoch` at the start of every epoch only on `dataloader.sampler` and
+        `dataloader.batch_sampler.sampler`, never on the batch sampler itself: without this the order was drawn for
+        epoch 0 every epoch."""
+        return self
 
     def resume(self, epoch: int, batches_done: int) -> None:
         """Continue `epoch` after its first `batches_done` batches; a finished epoch continues with the next one.
