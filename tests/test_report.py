@@ -173,3 +173,29 @@ def test_learning_curve_survives_the_final_validation_of_the_best_checkpoint():
     resumed = LearningCurve()
     resumed.on_load_checkpoint(SimpleNamespace(state=SimpleNamespace(fn="fit")), None, best)
     assert resumed.points == [{"step": 10}]
+
+
+def test_structured_corpus_gets_clause_dependency_and_targeted_sections(tmp_path):
+    """A corpus that records structure adds BLEU by clauses, BLEU by longest dependency and the targeted accuracy
+    by distance to the report (tables and plots); runs without it get only BLEU by length (test_report_files)."""
+    from report_fixtures import make_structured_multirun
+    from seqbench.report import BREAKDOWNS, markdown_by_bucket, present_breakdowns
+
+    groups = group_by_label(load_runs([make_structured_multirun(tmp_path / "runs")]))
+    assert present_breakdowns(groups) == list(BREAKDOWNS)
+    targeted = BREAKDOWNS[-1]
+    table = markdown_by_bucket(groups, "test", targeted).splitlines()
+    oracle = next(line for line in table if line.startswith("| oracle"))
+    dropper = next(line for line in table if line.startswith("| dropper"))
+    filled = [cell.strip() for cell in oracle.split("|")[2:-1] if cell.strip() != "—"]
+    assert filled and all(cell == "100.00 ± 0.00" for cell in filled)  # the references carry every marker
+    assert "100.00" not in dropper.split("|", 2)[2]  # dropped words lose markers in every bucket
+    counts = [int(h.rsplit("(", 1)[1].rstrip(") ")) for h in table[0].split("|")[2:-1]]
+    assert sum(counts) == groups["oracle"][0].results["test"]["targeted"]["dependencies"]
+
+    text = write_report([tmp_path / "runs"], tmp_path / "out", n_samples=50).read_text()
+    for breakdown in BREAKDOWNS:
+        assert f"## {breakdown.title}" in text
+        assert (tmp_path / "out" / f"{breakdown.name}.png").stat().st_size > 1000
+    plain = group_by_label(load_runs([make_multirun(tmp_path / "plain", seeds=(1,))]))
+    assert [b.name for b in present_breakdowns(plain)] == ["bleu_by_length"]

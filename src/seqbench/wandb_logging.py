@@ -192,20 +192,20 @@ def _image(figure, caption: str | None = None):
 
 
 def log_run_summary(loggers, results: dict, run_dir: str | Path, step: int) -> None:
-    """The run's final numbers into each W&B logger's run summary, and the report's BLEU-by-length plot and the
-    attention heatmaps (attention.pt) as images."""
+    """The run's final numbers into each W&B logger's run summary, and the report's BLEU-by-length plot (and the
+    structural breakdowns' plots, when the corpus records them) and the attention heatmaps (attention.pt) as images."""
     loggers = wandb_loggers(loggers)
     if not loggers:
         return
-    from seqbench.report import attention_figures, plot_bleu_by_length
+    from seqbench.report import attention_figures, plot_by_bucket, present_breakdowns
     from seqbench.report.load import Run
 
     summary = {name: value for path, name in _SUMMARY.items() if (value := get_path(results, ".".join(path))) is not None}
     run = Run(Path(run_dir), results)
     groups = {run.label: [run]}
     images = {}
-    if "test" in results:
-        images["test/bleu_by_length_plot"] = _image(plot_bleu_by_length(groups, "test"))
+    for breakdown in present_breakdowns(groups, "test"):
+        images[f"test/{breakdown.name}_plot"] = _image(plot_by_bucket(groups, "test", breakdown))
     attention = [_image(fig, caption=name) for name, fig in attention_figures(groups)]
     if attention:
         images["test/attention"] = attention

@@ -15,13 +15,26 @@ from pathlib import Path
 
 from seqbench.errors import InputError
 from seqbench.report.load import Run, external_run, find_results, group_by_label, load_runs
-from seqbench.report.plots import plot_attention, plot_bleu_by_length, plot_learning_curves, plot_throughput
-from seqbench.report.table import (markdown_by_length, markdown_pairwise, markdown_table, significance,
-                                   summary_rows)
+from seqbench.report.plots import plot_attention, plot_by_bucket, plot_learning_curves, plot_throughput
+from seqbench.report.table import (BREAKDOWNS, BY_LENGTH, Breakdown, markdown_by_bucket, markdown_pairwise,
+                                   markdown_table, present_breakdowns, significance, summary_rows)
 
-__all__ = ["Run", "external_run", "find_results", "group_by_label", "load_runs", "markdown_by_length",
-           "markdown_pairwise", "markdown_table", "plot_attention", "plot_bleu_by_length", "plot_learning_curves",
-           "plot_throughput", "significance", "summary_rows", "attention_figures", "write_report"]
+__all__ = ["BREAKDOWNS", "BY_LENGTH", "Breakdown", "Run", "external_run", "find_results", "group_by_label",
+           "load_runs", "markdown_by_bucket", "markdown_pairwise", "markdown_table", "plot_attention",
+           "plot_by_bucket", "plot_learning_curves", "plot_throughput", "present_breakdowns", "significance",
+           "summary_rows", "attention_figures", "write_report"]
+
+# What each breakdown's report section says its buckets are
+_BUCKET_NOTES = {
+    "bleu_by_length": "Bucket (sentences): corpus BLEU of the sentences in each bucket.",
+    "bleu_by_clauses": "Bucket (sentences): corpus BLEU of the sentences with that many clauses (finite verbs, "
+                       "relative clauses included).",
+    "bleu_by_dependency": "Bucket (sentences): corpus BLEU of the sentences whose longest agreement/reference "
+                          "dependency spans that many source words.",
+    "targeted_by_distance": "Bucket (dependencies): share of agreement/reference dependencies whose marker the "
+                            "hypothesis carries, by controller-to-dependent distance in source words; read from the "
+                            "hypotheses only (seqbench.targeted).",
+}
 
 
 def _slug(text: str) -> str:
@@ -57,8 +70,10 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     rows = summary_rows(groups, split)
     tests = significance(groups, split, n_samples)
 
-    figures = {"bleu_by_length": plot_bleu_by_length(groups, split), "learning_curves": plot_learning_curves(groups),
-               "throughput": plot_throughput(groups, split), **dict(attention_figures(groups))}
+    breakdowns = present_breakdowns(groups, split)
+    figures = {**{b.name: plot_by_bucket(groups, split, b) for b in breakdowns},
+               "learning_curves": plot_learning_curves(groups), "throughput": plot_throughput(groups, split),
+               **dict(attention_figures(groups))}
     for name, fig in figures.items():
         fig.savefig(out / f"{name}.png", dpi=120)
 
@@ -78,10 +93,11 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         "## Significance between every two models", "",
         "Largest paired-bootstrap p-value over seed-matched pairs (n/a: no common test set or no hypotheses).", "",
         markdown_pairwise([r["label"] for r in rows], tests), "",
-        "## BLEU by source sentence length", "",
-        "Bucket (sentences): corpus BLEU of the sentences in each bucket.", "",
-        markdown_by_length(groups, split), "",
-        "![BLEU by source sentence length](bleu_by_length.png)", "",
+    ]
+    for b in breakdowns:
+        lines += [f"## {b.title}", "", _BUCKET_NOTES[b.name], "", markdown_by_bucket(groups, split, b), "",
+                  f"![{b.title}]({b.name}.png)", ""]
+    lines += [
         "## Training", "",
         "![Validation BLEU during training](learning_curves.png)", "",
         "![Throughput, MFU and memory](throughput.png)", "",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from seqbench.report.load import Run
-from seqbench.report.table import by_length_series, summary_rows
+from seqbench.report.table import BY_LENGTH, Breakdown, bucket_series, summary_rows
 
 MARKERS = "os^Dvx*P"
 MAX_HEADS = 8  # attention heads drawn per layer: more would make unreadable thumbnails (transformer_big has 16)
@@ -15,9 +15,10 @@ def _colours(labels: list[str]) -> dict[str, str]:
     return {label: f"C{i % 10}" for i, label in enumerate(labels)}
 
 
-def plot_bleu_by_length(groups: dict[str, list[Run]], split: str = "test") -> Figure:
-    """BLEU of each source-length bucket, one line per model with seed error bars (Bahdanau et al. 2015, Fig. 2)."""
-    buckets, series = by_length_series(groups, split)
+def plot_by_bucket(groups: dict[str, list[Run]], split: str = "test", breakdown: Breakdown = BY_LENGTH) -> Figure:
+    """A breakdown's score per bucket, one line per model with seed error bars; by source length this is Bahdanau
+    et al. 2015, Fig. 2, by dependency distance the targeted accuracy of Linzen et al. 2016."""
+    buckets, series = bucket_series(groups, split, breakdown)
     fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.add_subplot()
     colours = _colours(list(groups))
@@ -26,9 +27,9 @@ def plot_bleu_by_length(groups: dict[str, list[Run]], split: str = "test") -> Fi
         ax.errorbar(xs, [stats[x][0] for x in xs], yerr=[stats[x][1] or 0.0 for x in xs], label=label,
                     color=colours[label], marker=MARKERS[i % len(MARKERS)], capsize=3)
     ax.set_xticks(range(len(buckets)), buckets)
-    ax.set_xlabel("source sentence length (words)")
-    ax.set_ylabel(f"{split} BLEU")
-    ax.set_title("BLEU by source sentence length")
+    ax.set_xlabel(breakdown.axis)
+    ax.set_ylabel(f"{split} {breakdown.metric}")
+    ax.set_title(breakdown.title)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: lines cross the whole width
     return fig

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 from itertools import combinations
 
 from seqbench.metrics import paired_bootstrap
@@ -130,48 +131,82 @@ def markdown_pairwise(labels: list[str], tests: dict) -> str:
     return _markdown([""] + labels, body)
 
 
-def markdown_by_length(groups: dict[str, list[Run]], split: str = "test") -> str:
-    """BLEU per source-length bucket, mean ± std over seeds, with each bucket's sentence count."""
-    buckets = _bucket_names(groups, split)
-    body = []
-    for label, runs in groups.items():
-        cells = [label]
-        for name in buckets:
-            cells.append(_cell(spread([_bucket_bleu(r, split, name) for r in runs]), 2))
-        body.append(cells)
-    counts = _bucket_counts(groups, split)
+@dataclass(frozen=True)
+class Breakdown:
+    """One bucketed score of a split, as results.json records it: a list of {"bucket", <value>, <count>} at `key`."""
+    key: str     # dotted path inside a split's scores
+    value: str   # the score of a bucket
+    count: str   # what a bucket holds
+    title: str
+    axis: str    # what the buckets measure (x axis)
+    metric: str  # what the score is (y axis)
+
+    @property
+    def name(self) -> str:  # file stem and W&B key
+        return self.key.replace(".", "_")
+
+    def entries(self, run: Run, split: str) -> list[dict]:
+        return get_path(run.results, f"{split}.{self.key}") or []
+
+
+BY_LENGTH = Breakdown("bleu_by_length", "bleu", "sentences", "BLEU by source sentence length",
+                      "source sentence length (words)", "BLEU")
+# The structural axes of a corpus that records them (seqbench.targeted): present only in such runs.
+BY_STRUCTURE = (
+    Breakdown("bleu_by_clauses", "bleu", "sentences", "BLEU by clause count", "clauses in the source sentence",
+              "BLEU"),
+    Breakdown("bleu_by_dependency", "bleu", "sentences", "BLEU by longest dependency",
+              "longest dependency in the source sentence (words)", "BLEU"),
+    Breakdown("targeted.by_distance", "accuracy", "dependencies", "Targeted accuracy by dependency distance",
+              "controller-to-dependent distance (source words)", "marker accuracy (%)"),
+)
+BREAKDOWNS = (BY_LENGTH, *BY_STRUCTURE)
+
+
+def present_breakdowns(groups: dict[str, list[Run]], split: str = "test") -> list[Breakdown]:
+    """The breakdowns some run of `groups` recorded for `split`, in BREAKDOWNS order."""
+    runs = [r for members in groups.values() for r in members]
+    return [b for b in BREAKDOWNS if any(b.entries(r, split) for r in runs)]
+
+
+def markdown_by_bucket(groups: dict[str, list[Run]], split: str = "test", breakdown: Breakdown = BY_LENGTH) -> str:
+    """The breakdown's score per bucket, mean ± std over seeds, with each bucket's size (sentences or
+    dependencies) in the header."""
+    buckets, series = bucket_series(groups, split, breakdown)
+    body = [[label] + [_cell(stat, 2) for stat in stats] for label, stats in series.items()]
+    counts = _bucket_counts(groups, split, breakdown)
     return _markdown(["model"] + [f"{b} ({counts.get(b, 0)})" for b in buckets], body)
 
 
-def _bucket_names(groups: dict[str, list[Run]], split: str) -> list[str]:
+def _bucket_names(groups: dict[str, list[Run]], split: str, breakdown: Breakdown) -> list[str]:
     names: list[str] = []
     for runs in groups.values():
         for run in runs:
-            for bucket in get_path(run.results, f"{split}.bleu_by_length") or []:
+            for bucket in breakdown.entries(run, split):
                 if bucket["bucket"] not in names:
                     names.append(bucket["bucket"])
     return names
 
 
-def _bucket_counts(groups: dict[str, list[Run]], split: str) -> dict[str, int]:
+def _bucket_counts(groups: dict[str, list[Run]], split: str, breakdown: Breakdown) -> dict[str, int]:
     for runs in groups.values():
         for run in runs:
-            entries = get_path(run.results, f"{split}.bleu_by_length")
+            entries = breakdown.entries(run, split)
             if entries:
-                return {b["bucket"]: b["sentences"] for b in entries}
+                return {b["bucket"]: b[breakdown.count] for b in entries}
     return {}
 
 
-def _bucket_bleu(run: Run, split: str, name: str) -> float | None:
-    for bucket in get_path(run.results, f"{split}.bleu_by_length") or []:
+def _bucket_value(run: Run, split: str, name: str, breakdown: Breakdown) -> float | None:
+    for bucket in breakdown.entries(run, split):
         if bucket["bucket"] == name:
-            return bucket["bleu"]
+            return bucket[breakdown.value]
     return None
 
 
-def by_length_series(groups: dict[str, list[Run]], split: str = "test") -> tuple[list[str], dict[str, list[tuple]]]:
-    """Bucket names and, per model, (mean, std, n) BLEU of every bucket: the data of the BLEU-by-length plot."""
-    buckets = _bucket_names(groups, split)
-    return buckets, {label: [spread([_bucket_bleu(r, split, b) for r in runs]) for b in buckets]
+def bucket_series(groups: dict[str, list[Run]], split: str = "test",
+                  breakdown: Breakdown = BY_LENGTH) -> tuple[list[str], dict[str, list[tuple]]]:
+    """Bucket names and, per model, the (mean, std, n) score of every bucket: the data of a breakdown's plot."""
+    buckets = _bucket_names(groups, split, breakdown)
+    return buckets, {label: [spread([_bucket_value(r, split, b, breakdown) for r in runs]) for b in buckets]
                      for label, runs in groups.items()}
-
