@@ -84,7 +84,7 @@ def make_multirun(root: Path, labels=tuple(MODELS), seeds=(1, 2, 3), n_sentences
 def make_structured_multirun(root: Path, n_sentences: int = 150) -> Path:
     """Runs on a structured corpus (the synthetic pair with cross-clause references), so results.json carries BLEU
     by clauses and by longest dependency and the targeted accuracy: "oracle" outputs the references, "dropper"
-    drops a quarter of their words; two seeds each."""
+    drops a quarter of their words (and, decoding greedily, test.greedy, half); two seeds each."""
     from seqbench.data.synthetic import STRUCTURE_COLUMNS, GrammarConfig, Lexicon, SentenceGenerator
 
     cfg = GrammarConfig(p_cross_clause_reference=0.6)
@@ -99,6 +99,8 @@ def make_structured_multirun(root: Path, n_sentences: int = 150) -> Path:
         run_dir = root / str(job)
         run_dir.mkdir(parents=True)
         test = Evaluator().score(hypotheses, references, sources, structure=structure)
+        test["greedy"] = Evaluator().score(references if label == "oracle" else [
+            " ".join(w for w in r.split() if rng.random() > 0.5) for r in references], references, sources)
         Evaluator.write(run_dir, "test", SplitEvaluation(test, hypotheses, references, sources,
                                                          list(range(n_sentences))))
         write_results({"label": label, "model": {"name": "rnn", "class": "x", "config": {}, "param_budget": None},

@@ -52,6 +52,7 @@ def test_report_files(multirun, tmp_path):
     table = [line for line in text.splitlines() if line.startswith("| ")]
     header = table[0]
     assert "BLEU" in header and "p vs transformer" in header and "MFU %" in header and "beam sent/s" in header
+    assert "greedy BLEU" not in header  # no run decoded greedily as well (module.test_greedy)
     rows = {line.split("|")[1].strip(): line for line in table[1:4]}
     assert set(rows) == set(MODELS)
     assert re.search(r"\d+\.\d\d ± \d+\.\d\d", rows["rnnsearch"])  # mean ± std over seeds
@@ -177,7 +178,8 @@ def test_learning_curve_survives_the_final_validation_of_the_best_checkpoint():
 
 def test_structured_corpus_gets_clause_dependency_and_targeted_sections(tmp_path):
     """A corpus that records structure adds BLEU by clauses, BLEU by longest dependency and the targeted accuracy
-    by distance to the report (tables and plots); runs without it get only BLEU by length (test_report_files)."""
+    by distance to the report (tables and plots), and runs that decoded greedily too add greedy BLEU (a column and
+    by length); runs with neither get only BLEU by length (test_report_files)."""
     from report_fixtures import make_structured_multirun
     from seqbench.report import BREAKDOWNS, markdown_by_bucket, present_breakdowns
 
@@ -194,6 +196,8 @@ def test_structured_corpus_gets_clause_dependency_and_targeted_sections(tmp_path
     assert sum(counts) == groups["oracle"][0].results["test"]["targeted"]["dependencies"]
 
     text = write_report([tmp_path / "runs"], tmp_path / "out", n_samples=50).read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| model | family"))
+    assert "| BLEU | greedy BLEU | chrF |" in header  # module.test_greedy's score next to the beam's
     for breakdown in BREAKDOWNS:
         assert f"## {breakdown.title}" in text
         assert (tmp_path / "out" / f"{breakdown.name}.png").stat().st_size > 1000

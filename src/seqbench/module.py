@@ -8,7 +8,7 @@ module only produces hypotheses and keeps what it scored in `evaluations`: writi
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Callable, Sequence
 
 import lightning as L
@@ -31,7 +31,8 @@ class Seq2SeqModule(L.LightningModule):
     def __init__(self, model: Seq2Seq | None = None, optimizer: Callable | None = None,
                  scheduler: Callable | None = None, label_smoothing: float = 0.1,
                  decoding: DecodingConfig | dict | None = None, val_bleu: bool = True,
-                 length_buckets: Sequence[int] = DEFAULT_LENGTH_EDGES, model_spec: dict | None = None):
+                 length_buckets: Sequence[int] = DEFAULT_LENGTH_EDGES, model_spec: dict | None = None,
+                 test_greedy: bool = False):
         super().__init__()
         # The model object and optimizer/scheduler factories are not plain data: the spec stands for the model.
         self.save_hyperparameters(ignore=["model", "optimizer", "scheduler"])
@@ -44,10 +45,14 @@ class Seq2SeqModule(L.LightningModule):
         self.model = model
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         self.label_smoothing, self.val_bleu = label_smoothing, val_bleu
+        # The test set decoded greedily too (scored as test.greedy) when the beam is wider than 1: a beam artefact
+        # then cannot pass for an architecture effect.
+        self.test_greedy = test_greedy
         self.evaluator = Evaluator(length_buckets)  # length_buckets: upper edges, in source words, of BLEU by length
         self.decoding = decoding if isinstance(decoding, DecodingConfig) else DecodingConfig(**(decoding or {}))
         self.hparams["decoding"] = asdict(self.decoding)  # plain data: checkpoints load with weights_only=True
         self._outputs: list[tuple[int, list[int]]] = []
+        self._greedy_outputs: list[tuple[int, list[int]]] = []
         self.evaluations: dict[str, SplitEvaluation] = {}  # "valid" / "test" -> the last pass's scores and text
 
     def forward(self, src, src_mask, tgt_in):
@@ -74,6 +79,13 @@ class Seq2SeqModule(L.LightningModule):
         if split == "test" or self.val_bleu:
             hypotheses = generate(self.model, batch["src"], batch["src_mask"], self.decoding)
             self._outputs += list(zip(batch["index"].tolist(), hypotheses))
+        if split == "test" and self._decodes_greedy_too:
+            greedy = generate(self.model, batch["src"], batch["src_mask"], replace(self.decoding, beam_size=1))
+            self._greedy_outputs += list(zip(batch["index"].tolist(), greedy))
+
+    @property
+    def _decodes_greedy_too(self) -> bool:
+        return self.test_greedy and self.decoding.beam_size > 1
 
     def validation_step(self, batch, batch_idx):
         self._eval_step(batch, "val")
@@ -82,7 +94,7 @@ class Seq2SeqModule(L.LightningModule):
         self._eval_step(batch, "test")
 
     def on_validation_epoch_start(self):
-        self._outputs = []
+        self._outputs, self._greedy_outputs = [], []
         self._nll_total = torch.zeros(2, dtype=torch.double, device=self.device)  # (sum of token NLLs, tokens)
 
     on_test_epoch_start = on_validation_epoch_start
@@ -97,9 +109,15 @@ class Seq2SeqModule(L.LightningModule):
 
     def on_test_epoch_end(self):
         self._evaluate_epoch("test", "test")
+        if self._decodes_greedy_too:
+            greedy = self._score(self._greedy_outputs, "test", "test/greedy")
+            self.evaluations["test"].scores["greedy"] = greedy.scores
 
     def _evaluate_epoch(self, split: str, prefix: str) -> None:
-        outputs = self._outputs
+        self.evaluations[split] = self._score(self._outputs, split, prefix)
+
+    def _score(self, outputs: list[tuple[int, list[int]]], split: str, prefix: str) -> SplitEvaluation:
+        """Scores (index, token ids) outputs of every rank against the split's references; logs under `prefix`."""
         if dist.is_available() and dist.is_initialized():
             gathered = [None] * dist.get_world_size()
             dist.all_gather_object(gathered, outputs)
@@ -116,7 +134,7 @@ class Seq2SeqModule(L.LightningModule):
         scores = self.evaluator.score(hypotheses, references, sources, structure=structure)
         for name, value in self.evaluator.metrics(prefix, scores).items():
             self.log(name, value, sync_dist=False, prog_bar=name == f"{prefix}/bleu")
-        self.evaluations[split] = SplitEvaluation(scores, hypotheses, references, sources, indices)
+        return SplitEvaluation(scores, hypotheses, references, sources, indices)
 
     def configure_optimizers(self):
         if self.optimizer_factory is None:

@@ -96,11 +96,11 @@ def _decode_positions(src_len: int, cfg: DictConfig) -> int:
 
 def check_against_data(cfg: DictConfig, model_cfg: dict, datamodule) -> None:
     """The longest sentence of every split, as the batches and the model will see it, must fit."""
-    longest = {split: datamodule.longest(split) for split in datamodule.encoded}  # (source, target + 1) tokens
+    longest = datamodule.longest()  # {split: (source, target + 1) tokens}
     filters = "or drop long pairs with data.max_src_len / data.max_tgt_len (words)"
     for split, (src, tgt) in longest.items():
         key = "data.max_tokens" if split == "train" else "data.eval_max_tokens"
-        budget = datamodule.max_tokens if split == "train" else datamodule.eval_max_tokens
+        budget = datamodule.token_budget(split)
         if max(src, tgt) > budget:
             raise InputError(f"{key}={budget}: the longest {split} pair has {max(src, tgt)} tokens and does not fit "
                              f"one batch; raise {key} to at least {max(src, tgt)} {filters}")

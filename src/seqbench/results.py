@@ -17,7 +17,8 @@ Schema version 1 (fields are added, never renamed, without a version bump):
   valid, test      {"bleu", "bleu_signature", "chrf", "chrf_signature", "n_sentences"} (sacreBLEU), and
                    "bleu_by_length": [{"bucket": "11-20", "min_words", "max_words" (null: open-ended), "sentences",
                    "bleu" (null when empty)}]: corpus BLEU of each source-length bucket (source words,
-                   measure.length_buckets), scored on that subset alone
+                   measure.length_buckets), scored on that subset alone; test also holds "greedy" (the same
+                   scores of greedy decoding) when module.test_greedy is set and the beam is wider than 1
   throughput       {"target_tokens_per_s" (non-pad target tokens, fairseq's wps), "src_tgt_tokens_per_s",
                     "steps_per_s", "measured_steps", "warmup_steps_excluded"} over the steady state (after warm-up,
                    validation excluded); "tokens_seen" (non-pad target tokens) and "train_seconds" (validation

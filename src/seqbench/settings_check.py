@@ -156,6 +156,7 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "data.seed": integer(0, UINT32_MAX),
     # decoding and measurements
     "module.val_bleu": boolean(),
+    "module.test_greedy": boolean(),
     "module.label_smoothing": Spec(lambda v: _is_number(v) and 0 <= v < 1, "a number in [0, 1)"),
     "module.decoding.beam_size": integer(1),
     "module.decoding.length_penalty": number(0),

@@ -172,7 +172,8 @@ class WandbMedia(L.Callback):
 
 
 # results.json keys -> W&B summary keys
-_SUMMARY = {("test", "bleu"): "test/bleu", ("test", "chrf"): "test/chrf", ("valid", "bleu"): "val/bleu",
+_SUMMARY = {("test", "bleu"): "test/bleu", ("test", "chrf"): "test/chrf", ("test", "greedy", "bleu"): "test/greedy/bleu",
+            ("valid", "bleu"): "val/bleu",
             ("valid", "chrf"): "val/chrf", ("parameters",): "parameters",
             ("throughput", "target_tokens_per_s"): "throughput/target_tokens_per_s",
             ("flops", "mfu"): "flops/mfu", ("decoding", "greedy", "sentences_per_s"): "decode/greedy_sentences_per_s",

@@ -97,11 +97,15 @@ class Seq2SeqDataModule(L.LightningDataModule):
             self._train_resume = None
         return DataLoader(data, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers)
 
-    def longest(self, split: str) -> tuple[int, int]:
-        """Tokens of the longest source and of the longest target + 1 (<bos> y / y <eos>) in a split: the lengths
+    def longest(self) -> dict[str, tuple[int, int]]:
+        """Per split, tokens of the longest source and of the longest target + 1 (<bos> y / y <eos>): the lengths
         its batches and the model's positions must hold."""
-        data = self.encoded[split]
-        return max(map(len, data.src_ids)), max(map(len, data.tgt_ids)) + 1
+        return {split: (max(map(len, data.src_ids)), max(map(len, data.tgt_ids)) + 1)
+                for split, data in self.encoded.items()}
+
+    def token_budget(self, split: str) -> int:
+        """Tokens per batch of a split (data.max_tokens for training, data.eval_max_tokens otherwise)."""
+        return self.max_tokens if split == "train" else self.eval_max_tokens
 
     def train_dataloader(self) -> DataLoader:
         data = self.encoded["train"]

@@ -27,6 +27,9 @@ __all__ = ["BREAKDOWNS", "BY_LENGTH", "Breakdown", "Run", "external_run", "find_
 # What each breakdown's report section says its buckets are
 _BUCKET_NOTES = {
     "bleu_by_length": "Bucket (sentences): corpus BLEU of the sentences in each bucket.",
+    "greedy_bleu_by_length": "Bucket (sentences): the same test sentences decoded greedily "
+                             "(module.test_greedy) instead of with the beam, so a beam-search artefact cannot pass "
+                             "for an architecture effect.",
     "bleu_by_clauses": "Bucket (sentences): corpus BLEU of the sentences with that many clauses (finite verbs, "
                        "relative clauses included).",
     "bleu_by_dependency": "Bucket (sentences): corpus BLEU of the sentences whose longest agreement/reference "
