@@ -130,3 +130,14 @@ def test_logger_none_trains_and_records_results(tmp_path):
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["train"]["steps"] == 4 and results["valid"]["bleu"] >= 0
     assert not (tmp_path / "run" / "csv").exists()
+
+
+def test_a_run_that_stops_mid_epoch_validates_its_final_weights(tmp_path):
+    """ValidateLastUpdate: 4 updates end inside the first epoch; the final weights are validated there, so they are
+    the best checkpoint and the learning curve ends at update 4 (Lightning alone would validate nothing)."""
+    proc = train(tmp_path, *TINY, *TINY_MODELS["transformer"], "test=false")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["train"]["epochs"] < 1  # the premise: training stopped inside the first epoch
+    assert [point["step"] for point in results["curve"]] == [4]
+    assert Path(results["train"]["best_checkpoint"]).name == "best-epoch000.ckpt"
