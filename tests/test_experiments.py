@@ -71,7 +71,9 @@ def test_sweep_jobs_compose_and_validate(experiment):
 # that translates badly takes longer (129 s for a 16-BLEU Transformer whose beam hypotheses ran to the length limit),
 # so this checks the budget arithmetic; the README gives the measured wall time of each preset.
 RUN_OVERHEAD_S = 40
-CPU_PRESET_LIMIT_S = 45 * 60  # every CPU preset finishes on the synthetic task in under 45 minutes
+# Every CPU preset is sized to take about 45 minutes on the synthetic task (its update budget); its wall-clock guards
+# (trainer.max_time, about twice the budget's time) bound the worst case, a slow or busy machine, to 90 minutes.
+CPU_PRESET_LIMIT_S = 90 * 60
 
 
 def _seconds(max_time: str) -> int:
