@@ -24,21 +24,6 @@ __all__ = ["BREAKDOWNS", "BY_LENGTH", "Breakdown", "Run", "external_run", "find_
            "plot_by_bucket", "plot_learning_curves", "plot_throughput", "present_breakdowns", "significance",
            "summary_rows", "attention_figures", "write_report"]
 
-# What each breakdown's report section says its buckets are
-_BUCKET_NOTES = {
-    "bleu_by_length": "Bucket (sentences): corpus BLEU of the sentences in each bucket.",
-    "greedy_bleu_by_length": "Bucket (sentences): the same test sentences decoded greedily "
-                             "(module.test_greedy) instead of with the beam, so a beam-search artefact cannot pass "
-                             "for an architecture effect.",
-    "bleu_by_clauses": "Bucket (sentences): corpus BLEU of the sentences with that many clauses (finite verbs, "
-                       "relative clauses included).",
-    "bleu_by_dependency": "Bucket (sentences): corpus BLEU of the sentences whose longest agreement/reference "
-                          "dependency spans that many source words.",
-    "targeted_by_distance": "Bucket (dependencies): share of agreement/reference dependencies whose marker the "
-                            "hypothesis carries, by controller-to-dependent distance in source words; read from the "
-                            "hypotheses only (seqbench.targeted).",
-}
-
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
@@ -98,7 +83,7 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         markdown_pairwise([r["label"] for r in rows], tests), "",
     ]
     for b in breakdowns:
-        lines += [f"## {b.title}", "", _BUCKET_NOTES[b.name], "", markdown_by_bucket(groups, split, b), "",
+        lines += [f"## {b.title}", "", b.note, "", markdown_by_bucket(groups, split, b), "",
                   f"![{b.title}]({b.name}.png)", ""]
     lines += [
         "## Training", "",

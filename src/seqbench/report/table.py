@@ -143,6 +143,7 @@ class Breakdown:
     title: str
     axis: str    # what the buckets measure (x axis)
     metric: str  # what the score is (y axis)
+    note: str    # the report's sentence on what a bucket holds
 
     @property
     def name(self) -> str:  # file stem and W&B key
@@ -153,20 +154,30 @@ class Breakdown:
 
 
 BY_LENGTH = Breakdown("bleu_by_length", "bleu", "sentences", "BLEU by source sentence length",
-                      "source sentence length (words)", "BLEU")
+                      "source sentence length (words)", "BLEU",
+                      "Bucket (sentences): corpus BLEU of the sentences in each bucket.")
 # The structural axes of a corpus that records them (seqbench.targeted): present only in such runs.
 BY_STRUCTURE = (
     Breakdown("bleu_by_clauses", "bleu", "sentences", "BLEU by clause count", "clauses in the source sentence",
-              "BLEU"),
+              "BLEU", "Bucket (sentences): corpus BLEU of the sentences with that many clauses (finite verbs, "
+                      "relative clauses included)."),
     Breakdown("bleu_by_dependency", "bleu", "sentences", "BLEU by longest dependency",
-              "longest dependency in the source sentence (words)", "BLEU"),
+              "longest dependency in the source sentence (words)", "BLEU",
+              "Bucket (sentences): corpus BLEU of the sentences whose longest agreement/reference dependency spans "
+              "that many source words."),
     Breakdown("targeted.by_distance", "accuracy", "dependencies", "Targeted accuracy by dependency distance",
-              "controller-to-dependent distance (source words)", "marker accuracy (%)"),
+              "controller-to-dependent distance (source words)", "marker accuracy (%)",
+              "Bucket (dependencies): share of agreement/reference dependencies whose marker the hypothesis carries, "
+              "by controller-to-dependent distance in source words; read from the hypotheses only "
+              "(seqbench.targeted)."),
 )
 # The same with greedy decoding (module.test_greedy), next to the beam's: a decoding artefact shows up here.
 GREEDY_BY_LENGTH = Breakdown("greedy.bleu_by_length", "bleu", "sentences",
                              "Greedy BLEU by source sentence length", "source sentence length (words)",
-                             "BLEU, greedy decoding")
+                             "BLEU, greedy decoding",
+                             "Bucket (sentences): the same test sentences decoded greedily (module.test_greedy) "
+                             "instead of with the beam, so a beam-search artefact cannot pass for an architecture "
+                             "effect.")
 BREAKDOWNS = (BY_LENGTH, GREEDY_BY_LENGTH, *BY_STRUCTURE)
 
 
