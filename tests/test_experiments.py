@@ -22,6 +22,8 @@ LABELS = {
     "luong_variants_gpu": {"luong_dot", "luong_general", "luong_concat", "bahdanau"},
     "arch_comparison": {"transformer", "rnn", "cnn"},
     "arch_comparison_gpu": {"transformer", "rnn", "cnn"},
+    "equal_compute": {"transformer", "rnn", "cnn"},
+    "equal_compute_gpu": {"transformer", "rnn", "cnn"},
 }
 
 

@@ -49,6 +49,11 @@ def test_results_record_every_measurement(multirun):
             assert sum(b["sentences"] for b in buckets) == results[split]["n_sentences"]
         tput = results["throughput"]
         assert tput["steps_per_s"] > 0 and tput["tokens_seen"] > 0 and tput["mean_src_tokens"] > 0
+        # training FLOPs summed per batch at its own mean lengths: near the whole run's mean-length estimate, and
+        # the last validation (at the last update) saw them all
+        assert tput["train_flops"] == pytest.approx(
+            results["flops"]["train_per_target_token"] * tput["tokens_seen"], rel=0.2)
+        assert results["curve"][-1]["train_flops"] == pytest.approx(tput["train_flops"])
         decoding = results["decoding"]
         assert decoding["greedy"]["beam_size"] == 1 and decoding["beam"]["beam_size"] == 2
         assert decoding["beam"]["sentences"] == 5 and decoding["beam"]["sentences_per_s"] > 0

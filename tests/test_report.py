@@ -203,3 +203,58 @@ def test_structured_corpus_gets_clause_dependency_and_targeted_sections(tmp_path
         assert (tmp_path / "out" / f"{breakdown.name}.png").stat().st_size > 1000
     plain = group_by_label(load_runs([make_multirun(tmp_path / "plain", seeds=(1,))]))
     assert [b.name for b in present_breakdowns(plain)] == ["bleu_by_length"]
+
+
+def _with_curve(run_dir, curve):
+    import json
+
+    results = json.loads((run_dir / "results.json").read_text())
+    results["curve"] = curve
+    (run_dir / "results.json").write_text(json.dumps(results))
+
+
+def test_compute_to_target_reads_the_first_validation_at_or_above_each_target(tmp_path, capsys):
+    """FLOPs, minutes and updates to a target BLEU come from the first validation at or above it; seeds that never
+    get there are counted, not averaged; the report gets the table and the BLEU-vs-FLOPs plot, and runs without
+    training FLOPs in their curve (older versions) get neither."""
+    from seqbench.report import compute_to_target, markdown_compute_to_target, plot_bleu_vs_flops
+
+    multirun = make_multirun(tmp_path / "runs", labels=("transformer", "rnnsearch"), seeds=(1, 2), n_sentences=20)
+    before = write_report([multirun], tmp_path / "before", n_samples=10)
+    assert "Compute to a target BLEU" not in before.read_text()
+    assert not (tmp_path / "before" / "bleu_vs_flops.png").exists()
+
+    def curve(bleus, flops_per_step, seconds_per_step):
+        return [{"step": 100 * (i + 1), "bleu": b, "nll": 1.0, "tokens_seen": 1e5 * (i + 1),
+                 "train_seconds": seconds_per_step * 100 * (i + 1), "train_flops": flops_per_step * 100 * (i + 1)}
+                for i, b in enumerate(bleus)]
+
+    curves = {("transformer", 1): curve([40, 70, 85, 91, 90], 1e10, 0.3),
+              ("transformer", 2): curve([50, 80, 88, 92, 93], 1e10, 0.3),
+              ("rnnsearch", 1): curve([60, 82, 86, 86.1, 86.2], 2e10, 0.6),
+              ("rnnsearch", 2): curve([55, 79, 79.5, 79.9, 79.8], 2e10, 0.6)}
+    for results in multirun.rglob("results.json"):
+        run = load_runs([results.parent])[0]
+        _with_curve(results.parent, curves[(run.label, run.seed)])
+    groups = group_by_label(load_runs([multirun]))
+    rows = {r["label"]: r for r in compute_to_target(groups, (80, 90))}
+    transformer, rnn = rows["transformer"], rows["rnnsearch"]
+    assert transformer["seeds"] == 2 and transformer["best_bleu"][:2] == (92.0, pytest.approx(1.4142, abs=1e-3))
+    assert transformer["targets"][80]["updates"][0] == 250  # updates 300 (85 >= 80) and 200 (exactly 80)
+    assert transformer["targets"][80]["train_flops"][0] == pytest.approx(2.5e12)
+    assert transformer["targets"][90]["updates"][:2] == (400, 0.0) and transformer["targets"][90]["reached"] == 2
+    assert transformer["targets"][80]["train_minutes"][0] == pytest.approx(250 * 0.3 / 60)
+    assert rnn["targets"][80]["reached"] == 1 and rnn["targets"][80]["updates"] == (200, None, 1)
+    assert rnn["targets"][90]["reached"] == 0 and rnn["targets"][90]["train_flops"][0] is None
+    assert rnn["updates"][0] == 500 and rnn["train_flops"][0] == pytest.approx(1e13)
+
+    table = markdown_compute_to_target(list(rows.values())).splitlines()
+    rnn_row = next(line for line in table if line.startswith("| rnnsearch"))
+    assert "| 1/2 |" in rnn_row and "| 0/2 | — | — | — |" in rnn_row
+    fig = plot_bleu_vs_flops(groups, (80, 90))
+    assert fig.axes[0].get_xscale() == "log" and len(fig.axes[0].get_lines()) == 4 + 2  # 4 runs, 2 target lines
+
+    assert main([str(multirun), "--out", str(tmp_path / "after"), "--bootstrap", "10", "--target-bleu", "85"]) == 0
+    text = (tmp_path / "after" / "report.md").read_text()
+    assert "## Compute to a target BLEU" in text and "FLOPs to 85" in text and "FLOPs to 90" not in text
+    assert (tmp_path / "after" / "bleu_vs_flops.png").stat().st_size > 1000

@@ -62,8 +62,9 @@ def _outcome(run_dir: Path) -> dict:
     throughput = results["throughput"]
     return {"status": results["status"], "valid": results["valid"], "test": results["test"],
             "train": {k: results["train"][k] for k in ("steps", "epochs")},
-            "counters": {k: throughput[k] for k in ("tokens_seen", "measured_steps", "mean_src_tokens",
-                                                    "mean_tgt_tokens")},
+            "counters": {k: throughput[k] for k in ("tokens_seen", "train_flops", "measured_steps",
+                                                    "mean_src_tokens", "mean_tgt_tokens")},
+            "curve": [{k: v for k, v in p.items() if k != "train_seconds"} for p in results["curve"]],
             "hypotheses": (run_dir / "hypotheses.test.txt").read_text(),
             "best": Path(results["train"]["best_checkpoint"]).name}
 

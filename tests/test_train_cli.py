@@ -141,3 +141,20 @@ def test_a_run_that_stops_mid_epoch_validates_its_final_weights(tmp_path):
     assert results["train"]["epochs"] < 1  # the premise: training stopped inside the first epoch
     assert [point["step"] for point in results["curve"]] == [4]
     assert Path(results["train"]["best_checkpoint"]).name == "best-epoch000.ckpt"
+
+
+def test_early_stopping_ends_training_when_validation_bleu_stops_improving(tmp_path):
+    """callbacks=early_stopping: with a gain of 100 BLEU required, the second validation (update 4) is no improvement
+    and, with patience 1, ends training at update 4 of 40; the curve records training FLOPs at every validation, and
+    the best checkpoint is chosen by validation BLEU."""
+    proc = train(tmp_path, *TINY, *TINY_MODELS["transformer"], "test=false", "callbacks=early_stopping",
+                 "callbacks.progress_bar=null", "callbacks.early_stopping.patience=1",
+                 "callbacks.early_stopping.min_delta=100", "trainer.max_steps=40",
+                 "trainer.check_val_every_n_epoch=null", "trainer.val_check_interval=2", "data.max_tokens=256")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["train"]["steps"] == 4 and [point["step"] for point in results["curve"]] == [2, 4]
+    flops = [point["train_flops"] for point in results["curve"]]
+    assert 0 < flops[0] < flops[1] == pytest.approx(results["throughput"]["train_flops"])
+    config = (tmp_path / "run" / ".hydra" / "config.yaml").read_text()
+    assert "monitor: val/bleu" in config and "EarlyStopping" in config

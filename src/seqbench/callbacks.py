@@ -42,12 +42,16 @@ class TrainThroughput(TrainingState):
     Every training step is timed from the end of the previous one (or the start of the epoch, or the end of a
     validation), with the device synchronised before each clock read, so validation time is never counted.
     Tokens/s and steps/s cover the steps after `warmup_steps` only (allocator, kernel selection and cache warm-up);
-    tokens seen and training seconds cover all steps, and are logged at every validation (val/tokens_seen,
-    val/train_seconds) so BLEU can be plotted against training time or data seen. They are saved in checkpoints and
+    tokens seen, training seconds and training FLOPs cover all steps, and are logged at every validation
+    (val/tokens_seen, val/train_seconds, val/train_flops) so BLEU can be plotted against training time, data seen or
+    compute. They are saved in checkpoints and
     restored when training resumes (TrainingState), so a resumed run continues its curve and its counters.
 
     Counts non-pad target tokens (fairseq's "wps") and non-pad source+target tokens, per process; the totals
     reported are summed over processes by the caller's world size (every rank sees batches of the same budget).
+    Training FLOPs are analytic, as MFU's: 3x the model's forward FLOPs per target token (`flops_per_token`) at each
+    batch's own mean source and target lengths, times its non-pad target tokens; a count of work, so the same on
+    any machine.
     """
 
     def __init__(self, warmup_steps: int = 10):
@@ -58,6 +62,7 @@ class TrainThroughput(TrainingState):
         # whole training, this process; restored from checkpoints
         self.tokens_seen = 0          # non-pad target tokens
         self.train_seconds = 0.0      # validation excluded
+        self.train_flops = 0.0        # analytic training FLOPs (see above)
         self.epoch_times: list[float] = []  # seconds of each epoch this process ran from its first batch to its last
         self._sentences = self._src_tokens = self._tgt_tokens = 0  # for mean lengths (the FLOPs estimate)
         self._mark: float | None = None
@@ -67,8 +72,8 @@ class TrainThroughput(TrainingState):
     def _now(self, pl_module) -> float:
         return clock(pl_module.device)
 
-    _COUNTERS = ("target_tokens", "all_tokens", "steps", "seconds", "tokens_seen", "train_seconds", "_sentences",
-                 "_src_tokens", "_tgt_tokens", "_step", "_epoch_seconds", "_epoch_batches")
+    _COUNTERS = ("target_tokens", "all_tokens", "steps", "seconds", "tokens_seen", "train_seconds", "train_flops",
+                 "_sentences", "_src_tokens", "_tgt_tokens", "_step", "_epoch_seconds", "_epoch_batches")
 
     def state_dict(self) -> dict:
         # every counter, so a run resumed mid-epoch reports what an uninterrupted one would (timings aside)
@@ -97,7 +102,9 @@ class TrainThroughput(TrainingState):
         self.train_seconds += seconds
         self._epoch_seconds += seconds
         self._epoch_batches += 1
-        self._sentences += batch["src"].size(0)
+        sentences = batch["src"].size(0)
+        self.train_flops += 3 * pl_module.model.flops_per_token(source / sentences, target / sentences) * target
+        self._sentences += sentences
         self._src_tokens += source
         self._tgt_tokens += target
         if self._step <= self.warmup_steps:
@@ -119,6 +126,7 @@ class TrainThroughput(TrainingState):
             world = trainer.world_size
             pl_module.log("val/tokens_seen", float(world * self.tokens_seen))
             pl_module.log("val/train_seconds", self.train_seconds)
+            pl_module.log("val/train_flops", float(world * self.train_flops))
 
     def on_validation_end(self, trainer, pl_module):
         if trainer.state.fn == "fit":
@@ -126,6 +134,7 @@ class TrainThroughput(TrainingState):
 
     def summary(self, world_size: int) -> dict:
         out = {"tokens_seen": world_size * self.tokens_seen, "train_seconds": self.train_seconds,
+               "train_flops": world_size * self.train_flops,
                "epoch_times_s": self.epoch_times,
                "time_per_epoch_s": sum(self.epoch_times) / len(self.epoch_times) if self.epoch_times else None,
                "mean_src_tokens": self._src_tokens / self._sentences if self._sentences else None,
@@ -288,12 +297,13 @@ class StopOnNonFiniteLoss(L.Callback):
 
 class LearningCurve(TrainingState):
     """The validation points of training, whatever the logger: after each validation during fit, the step, the
-    validation BLEU and NLL, and the training progress (`val/tokens_seen`, `val/train_seconds` from
+    validation BLEU and NLL, and the training progress (`val/tokens_seen`, `val/train_seconds`, `val/train_flops` from
     TrainThroughput). run.py stores them in results.json ("curve") for the report's learning-curve plot.
     Saved in checkpoints and restored only when training resumes (TrainingState).
     """
 
-    KEYS = {"bleu": "val/bleu", "nll": "val/nll", "tokens_seen": "val/tokens_seen", "train_seconds": "val/train_seconds"}
+    KEYS = {"bleu": "val/bleu", "nll": "val/nll", "tokens_seen": "val/tokens_seen", "train_seconds": "val/train_seconds",
+            "train_flops": "val/train_flops"}
 
     def __init__(self):
         self.points: list[dict] = []

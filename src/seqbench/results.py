@@ -21,8 +21,9 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                    scores of greedy decoding) when module.test_greedy is set and the beam is wider than 1
   throughput       {"target_tokens_per_s" (non-pad target tokens, fairseq's wps), "src_tgt_tokens_per_s",
                     "steps_per_s", "measured_steps", "warmup_steps_excluded"} over the steady state (after warm-up,
-                   validation excluded); "tokens_seen" (non-pad target tokens) and "train_seconds" (validation
-                   excluded) over all of training; "epoch_times_s" (complete epochs, validation excluded) and their
+                   validation excluded); "tokens_seen" (non-pad target tokens), "train_seconds" (validation
+                   excluded) and "train_flops" (analytic: 3x the model's forward FLOPs per target token at each
+                   batch's mean lengths, times its target tokens) over all of training; "epoch_times_s" (complete epochs, validation excluded) and their
                    mean "time_per_epoch_s" (null when no epoch ran from start to end); "mean_src_tokens",
                    "mean_tgt_tokens" (non-pad per training sentence, <eos> included on the target)
   decoding         {"greedy", "beam"}: each {"beam_size", "sentences", "target_tokens" (<eos> excluded),
@@ -44,7 +45,7 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                     "cuda_max_allocated_mb" (max CUDA memory allocated during the run; null on CPU)}
   train            {"wall_time_s", "steps", "epochs" (updates x accumulation / batches per epoch: passes over the
                    training data, fractional when training stopped mid-epoch), "best_checkpoint"}
-  curve            [{"step", "bleu", "nll", "tokens_seen", "train_seconds"}]: every validation during training (the
+  curve            [{"step", "bleu", "nll", "tokens_seen", "train_seconds", "train_flops"}]: every validation during training (the
                    val/* metrics; "bleu" absent when module.val_bleu=false), so learning curves need no logger
   wall_time_s      whole run, including data preparation, test decoding and the measurements
   peak_memory_mb   memory.cuda_max_allocated_mb on GPU, memory.cpu_rss_peak_mb on CPU

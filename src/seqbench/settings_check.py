@@ -206,6 +206,11 @@ def check_cross_keys(cfg: DictConfig) -> None:
     min_len, max_len = lookup(cfg, "module.decoding.min_len")[1], lookup(cfg, "module.decoding.max_len")[1]
     if min_len is not None and max_len is not None and min_len > max_len:
         raise ConfigError(f"module.decoding.min_len={min_len}: must not exceed module.decoding.max_len={max_len}")
+    if lookup(cfg, "module.val_bleu")[1] is False:
+        for name, callback in (lookup(cfg, "callbacks")[1] or {}).items():
+            if isinstance(callback, DictConfig) and callback.get("monitor") == "val/bleu":
+                raise ConfigError(f"callbacks.{name}.monitor=val/bleu: needs module.val_bleu=true (validation BLEU "
+                                  f"is only computed then), or monitor val/nll")
     unknown = sorted(set(lookup(cfg, "measure")[1] or {}) - set(MEASURE_KEYS))
     if unknown:
         raise ConfigError(f"measure.{', measure.'.join(unknown)}: unknown key (known: {', '.join(MEASURE_KEYS)})")

@@ -14,13 +14,17 @@ import re
 from pathlib import Path
 
 from seqbench.errors import InputError
+from seqbench.report.compute import (DEFAULT_TARGETS, compute_to_target, has_compute_curves,
+                                     markdown_compute_to_target)
 from seqbench.report.load import Run, external_run, find_results, group_by_label, load_runs
-from seqbench.report.plots import plot_attention, plot_by_bucket, plot_learning_curves, plot_throughput
+from seqbench.report.plots import (plot_attention, plot_bleu_vs_flops, plot_by_bucket, plot_learning_curves,
+                                   plot_throughput)
 from seqbench.report.table import (BREAKDOWNS, BY_LENGTH, Breakdown, markdown_by_bucket, markdown_pairwise,
                                    markdown_table, present_breakdowns, significance, summary_rows)
 
-__all__ = ["BREAKDOWNS", "BY_LENGTH", "Breakdown", "Run", "external_run", "find_results", "group_by_label",
-           "load_runs", "markdown_by_bucket", "markdown_pairwise", "markdown_table", "plot_attention",
+__all__ = ["BREAKDOWNS", "BY_LENGTH", "Breakdown", "DEFAULT_TARGETS", "Run", "compute_to_target", "external_run",
+           "find_results", "group_by_label", "has_compute_curves", "load_runs", "markdown_by_bucket",
+           "markdown_compute_to_target", "markdown_pairwise", "markdown_table", "plot_attention", "plot_bleu_vs_flops",
            "plot_by_bucket", "plot_learning_curves", "plot_throughput", "present_breakdowns", "significance",
            "summary_rows", "attention_figures", "write_report"]
 
@@ -42,9 +46,10 @@ def attention_figures(groups: dict[str, list[Run]]):
 
 
 def write_report(paths: list[str | Path], out: str | Path, split: str = "test", n_samples: int = 1000,
-                 external: dict[str, str | Path] | None = None) -> Path:
+                 external: dict[str, str | Path] | None = None, targets=DEFAULT_TARGETS) -> Path:
     """Writes report.md and the PNGs into `out`; returns the path of report.md. `external`: {name: hypothesis file}
-    of other systems, scored against the first run's references and sources of `split`."""
+    of other systems, scored against the first run's references and sources of `split`. `targets`: the validation
+    BLEUs of the compute-to-target table (runs that recorded training FLOPs only)."""
     runs = load_runs(paths)
     for name, hypotheses in (external or {}).items():
         if name in {r.label for r in runs}:
@@ -61,6 +66,7 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     breakdowns = present_breakdowns(groups, split)
     figures = {**{b.name: plot_by_bucket(groups, split, b) for b in breakdowns},
                "learning_curves": plot_learning_curves(groups), "throughput": plot_throughput(groups, split),
+               **({"bleu_vs_flops": plot_bleu_vs_flops(groups, targets)} if has_compute_curves(groups) else {}),
                **dict(attention_figures(groups))}
     for name, fig in figures.items():
         fig.savefig(out / f"{name}.png", dpi=120)
@@ -90,6 +96,18 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         "![Validation BLEU during training](learning_curves.png)", "",
         "![Throughput, MFU and memory](throughput.png)", "",
     ]
+    if "bleu_vs_flops" in figures:
+        lines += [
+            "## Compute to a target BLEU", "",
+            "Training each model needed before its validation BLEU first reached each target (Vaswani et al. 2017, "
+            "Table 2's comparison: cost to a quality, not quality at a fixed time). FLOPs are analytic (3x the "
+            "model's forward FLOPs per target token at each batch's mean lengths, summed over training), so they do "
+            "not depend on the machine; minutes are training time with validation excluded. The first validation at "
+            "or above the target counts, so the resolution is the validation interval; means are over the seeds "
+            "that reached the target (`seeds ≥`).", "",
+            markdown_compute_to_target(compute_to_target(groups, targets)), "",
+            "![Validation BLEU against training FLOPs](bleu_vs_flops.png)", "",
+        ]
     attention = [name for name in figures if name.startswith("attention_")]
     if attention:
         lines += ["## Attention", ""] + [f"![{name}]({name}.png)" for name in attention] + [""]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from seqbench.errors import InputError
-from seqbench.report import write_report
+from seqbench.report import DEFAULT_TARGETS, write_report
 from seqbench.report.sweep import is_sweep_dir, write_sweep_report
 
 
@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--external", action="append", default=[], metavar="NAME=HYP_FILE",
                         help="another system's detokenised hypotheses of the first run's sentences, one per line, "
                              "as an extra row (repeatable)")
+    parser.add_argument("--target-bleu", nargs="+", type=float, default=list(DEFAULT_TARGETS), metavar="BLEU",
+                        help="validation BLEUs of the compute-to-target table (default: %(default)s)")
     args = parser.parse_args(argv)
     first = Path(args.runs[0])
     out = Path(args.out) if args.out else (first if first.is_dir() else Path.cwd()) / "report"
@@ -40,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         if len(args.runs) == 1 and is_sweep_dir(first):
             path = write_sweep_report(first, out)  # its trials differ in shape, not seed: a sweep report
         else:
-            path = write_report(args.runs, out, args.split, args.bootstrap, _external(args.external))
+            path = write_report(args.runs, out, args.split, args.bootstrap, _external(args.external),
+                                args.target_bleu)
     except (FileNotFoundError, InputError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -45,7 +45,8 @@ class Run:
         return self._cache[key]
 
     def curve(self) -> list[dict]:
-        """Validation points logged during training: [{"step", "bleu", "tokens_seen", "train_seconds"}].
+        """Validation points logged during training: [{"step", "bleu", "tokens_seen", "train_seconds",
+        "train_flops"}] ("train_flops" None for runs recorded before it was).
 
         From results.json's "curve" (written whatever the logger), or, for runs recorded before it existed, from the
         CSV logger's metrics.csv: rows carrying val/bleu together with val/tokens_seen (the final re-validation of
@@ -53,7 +54,7 @@ class Run:
         """
         if "curve" not in self._cache:
             if "curve" in self.results:
-                points = [{key: p.get(key) for key in ("step", "bleu", "tokens_seen", "train_seconds")}
+                points = [{key: p.get(key) for key in ("step", "bleu", "tokens_seen", "train_seconds", "train_flops")}
                           for p in self.results["curve"]]
             else:
                 points = next((_csv_curve(path) for path in sorted(self.path.glob("**/metrics.csv"))), [])
@@ -70,10 +71,11 @@ class Run:
 
 def _csv_curve(path: Path) -> list[dict]:
     with path.open(newline="") as f:
-        rows = [{k: _number(row.get(k)) for k in ("step", "val/bleu", "val/tokens_seen", "val/train_seconds")}
+        rows = [{k: _number(row.get(k)) for k in ("step", "val/bleu", "val/tokens_seen", "val/train_seconds",
+                                                  "val/train_flops")}
                 for row in csv.DictReader(f)]
     return [{"step": r["step"], "bleu": r["val/bleu"], "tokens_seen": r["val/tokens_seen"],
-             "train_seconds": r["val/train_seconds"]} for r in rows]
+             "train_seconds": r["val/train_seconds"], "train_flops": r["val/train_flops"]} for r in rows]
 
 
 def _number(text: str | None) -> float | None:

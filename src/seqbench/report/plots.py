@@ -62,6 +62,30 @@ def plot_learning_curves(groups: dict[str, list[Run]]) -> Figure:
     return fig
 
 
+def plot_bleu_vs_flops(groups: dict[str, list[Run]], targets=()) -> Figure:
+    """Validation BLEU against cumulative training FLOPs (log scale) for every model on one axis, one line per seed,
+    with the target BLEUs of the compute-to-target table as dashed lines."""
+    fig = Figure(figsize=(7.5, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    colours = _colours(list(groups))
+    for label, runs in groups.items():
+        for i, run in enumerate(runs):
+            curve = [p for p in run.curve() if p.get("train_flops")]
+            if curve:
+                ax.plot([p["train_flops"] for p in curve], [p["bleu"] for p in curve], marker=".",
+                        color=colours[label], label=label if i == 0 else None)
+    for target in targets:
+        ax.axhline(target, color="grey", linestyle="--", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("training FLOPs (analytic, cumulative)")
+    ax.set_ylabel("validation BLEU")
+    ax.set_title("Validation BLEU against training compute")
+    ax.grid(alpha=0.3, which="both")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right")
+    return fig
+
+
 def plot_throughput(groups: dict[str, list[Run]], split: str = "test") -> Figure:
     """Bars (mean, seed std) of training tokens/s, decoding sentences/s (greedy and beam), MFU and peak memory."""
     rows = summary_rows(groups, split)

@@ -1,0 +1,38 @@
+"""seqbench.callbacks.TrainThroughput's training-FLOPs count, checked batch by batch against the model's own
+analytic count (the end-to-end runs in test_measure_cli.py and test_train_cli.py check what reaches results.json)."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from seqbench.callbacks import TrainThroughput
+from seqbench.data.tokenizer import PAD_ID
+from seqbench.models.transformer import Transformer
+
+
+def _batch(src_lengths: list[int], tgt_lengths: list[int]) -> dict:
+    src_len, tgt_len = max(src_lengths), max(tgt_lengths)
+    src_mask = torch.tensor([[i < n for i in range(src_len)] for n in src_lengths])
+    tgt_out = torch.tensor([[5 if i < n else PAD_ID for i in range(tgt_len)] for n in tgt_lengths])
+    return {"src": torch.full(src_mask.shape, 5), "src_mask": src_mask, "tgt_out": tgt_out}
+
+
+def test_training_flops_are_summed_per_batch_at_its_own_mean_lengths():
+    model = Transformer(src_vocab_size=50, tgt_vocab_size=60, d_model=16, n_heads=2, d_ff=32, encoder_layers=1,
+                        decoder_layers=1)
+    module = SimpleNamespace(model=model, device=torch.device("cpu"), log=lambda *args, **kwargs: None)
+    callback = TrainThroughput(warmup_steps=1)
+    callback.on_train_start(None, module)
+    batches = [_batch([4, 6], [3, 5]), _batch([10, 20, 30], [12, 18, 33])]
+    for batch in batches:
+        callback.on_train_batch_end(None, module, None, batch, 0)
+    # 2 sentences, 10 source and 8 target tokens; then 3 sentences, 60 source and 63 target tokens
+    expected = 3 * model.flops_per_token(5.0, 4.0) * 8 + 3 * model.flops_per_token(20.0, 21.0) * 63
+    assert callback.train_flops == pytest.approx(expected)
+    # the warm-up excludes steps from tokens/s, never from the work done
+    assert callback.summary(world_size=2)["train_flops"] == pytest.approx(2 * expected)
+    resumed = TrainThroughput()
+    resumed.restore(callback.state_dict())
+    assert resumed.train_flops == callback.train_flops
