@@ -13,8 +13,10 @@ MODEL_CASES = {
                     "encoder_layers": 2, "decoder_layers": 2, "d_ff": 64, "dropout": 0.0},
     "transformer_preln_learned": {"_target_": "seqbench.models.transformer.Transformer", "d_model": 32,
                                   "n_heads": 2, "encoder_layers": 2, "decoder_layers": 2, "d_ff": 64,
-                                  "dropout": 0.0, "norm_first": True, "learned_positions": True,
+                                  "dropout": 0.0, "norm_first": True, "positions": "learned",
                                   "tie_output_embeddings": False},
+    "transformer_rope": {"_target_": "seqbench.models.transformer.Transformer", "d_model": 32, "n_heads": 4,
+                         "encoder_layers": 2, "decoder_layers": 2, "d_ff": 64, "dropout": 0.0, "positions": "rope"},
     # RNNs: 2+2 layers; luong_dot projects its bidirectional memory (48 -> 24); luong_general ties the output through
     # a projection (24 -> 16); concat has a unidirectional encoder; the LSTM has 1 encoder layer for 2 decoder layers.
     "rnn_none": {"_target_": "seqbench.models.rnn.RNNSeq2Seq", "attention": "none", "embed_dim": 16,

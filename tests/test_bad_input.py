@@ -68,6 +68,7 @@ CONFIG_CASES = [
     ("beam_zero", ["module.decoding.beam_size=0"], "module.decoding.beam_size"),
     ("max_len_a_negative", ["module.decoding.max_len_a=-1"], "module.decoding.max_len_a"),
     ("test_greedy_not_boolean", ["module.test_greedy=sometimes"], "module.test_greedy"),
+    ("positions_unknown", ["model.positions=alibi"], "model.positions='alibi': must be one of sinusoidal"),
     ("early_stopping_without_val_bleu", ["callbacks=early_stopping", "module.val_bleu=false"],
      "callbacks.model_checkpoint.monitor=val/bleu: needs module.val_bleu=true"),
     ("attention_examples_negative", ["measure.attention_examples=-1"], "measure.attention_examples"),

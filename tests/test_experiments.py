@@ -24,6 +24,8 @@ LABELS = {
     "arch_comparison_gpu": {"transformer", "rnn", "cnn"},
     "equal_compute": {"transformer", "rnn", "cnn"},
     "equal_compute_gpu": {"transformer", "rnn", "cnn"},
+    "position_extrapolation": {"transformer-sinusoidal", "transformer-learned", "transformer-rope"},
+    "position_extrapolation_gpu": {"transformer-sinusoidal", "transformer-learned", "transformer-rope"},
 }
 
 
@@ -192,3 +194,13 @@ def test_sweep_presets_sweep_without_dash_m(preset):
     assert _compose([preset], hydra_config=True).hydra.mode == RunMode.MULTIRUN
     assert _compose([preset, "hydra.mode=RUN"], hydra_config=True).hydra.mode == RunMode.RUN  # one job of it
     assert _compose([], hydra_config=True).hydra.mode in (None, RunMode.RUN)  # a plain run stays one job
+
+
+@pytest.mark.parametrize("experiment", ["position_extrapolation", "position_extrapolation_gpu"])
+def test_position_extrapolation_trains_short_and_tests_every_length(experiment):
+    jobs = [_compose(o) for o in _jobs(experiment)]
+    assert sorted(c.model.positions for c in jobs) == ["learned", "rope", "sinusoidal"]
+    assert all(c.data.train_max_len == 30 and c.data.max_src_len is None and c.data.max_tgt_len is None
+               for c in jobs), "only training is cut at 30 words"
+    shapes = {tuple((k, v) for k, v in c.model.items() if k != "positions") for c in jobs}
+    assert len(shapes) == 1, "the position encoding is the only difference"

@@ -3,6 +3,12 @@
 Attention goes through F.scaled_dot_product_attention (fused kernels on GPU); explicit softmax weights are computed
 only when a caller asks for them (visualisation). Incremental decoding caches each layer's self-attention keys and
 values, and the cross-attention keys/values are computed once per sentence.
+
+Positions (`positions`): "sinusoidal" (the paper's fixed table, added to the embeddings), "learned" (a trained
+table, as in ConvS2S and BERT; rows past the longest training sentence stay at their random initialisation), or
+"rope" (rotary position embeddings, Su et al. 2021: queries and keys of every self-attention are rotated by their
+position, so attention scores depend on relative offsets and no table bounds the length; cross-attention compares
+target with source positions, which share no axis, and stays position-free as in relative-position encoder-decoders).
 """
 from __future__ import annotations
 
@@ -26,49 +32,81 @@ def sinusoidal_table(max_positions: int, d_model: int) -> torch.Tensor:
     return table  # [P, D]
 
 
-class Embedding(nn.Module):
-    """Token embedding scaled by sqrt(d_model), plus sinusoidal or learned positions, then dropout."""
+POSITIONS = ("sinusoidal", "learned", "rope")
 
-    def __init__(self, vocab_size: int, d_model: int, max_positions: int, learned_positions: bool, dropout: float):
+
+class Embedding(nn.Module):
+    """Token embedding scaled by sqrt(d_model), plus sinusoidal or learned positions (none for rope), then dropout."""
+
+    def __init__(self, vocab_size: int, d_model: int, max_positions: int, positions: str, dropout: float):
         super().__init__()
         self.tokens = nn.Embedding(vocab_size, d_model, padding_idx=0)
         nn.init.normal_(self.tokens.weight, std=d_model ** -0.5)
         with torch.no_grad():
             self.tokens.weight[0].zero_()
         self.scale = math.sqrt(d_model)
-        if learned_positions:
+        if positions == "learned":
             self.positions = nn.Parameter(torch.randn(max_positions, d_model) * d_model ** -0.5)
-        else:
+        elif positions == "sinusoidal":
             self.register_buffer("positions", sinusoidal_table(max_positions, d_model), persistent=False)
+        else:
+            self.positions = None  # rope: positions enter the self-attention (Rotary)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
         # tokens [B,T] -> [B,T,D]
-        if offset + tokens.size(1) > self.positions.size(0):
-            raise ValueError(f"sequence of {offset + tokens.size(1)} tokens exceeds model.max_positions="
-                             f"{self.positions.size(0)}")
-        return self.dropout(self.tokens(tokens) * self.scale + self.positions[offset:offset + tokens.size(1)])
+        x = self.tokens(tokens) * self.scale
+        if self.positions is not None:
+            if offset + tokens.size(1) > self.positions.size(0):
+                raise ValueError(f"sequence of {offset + tokens.size(1)} tokens exceeds model.max_positions="
+                                 f"{self.positions.size(0)}")
+            x = x + self.positions[offset:offset + tokens.size(1)]
+        return self.dropout(x)
+
+
+class Rotary(nn.Module):
+    """Rotary position embedding of one head's vectors: each pair of dimensions (i, i + Dh/2) is rotated by the
+    angle position * 10000^(-2i/Dh), so q.k depends on the two positions only through their difference."""
+
+    def __init__(self, d_head: int, base: float = 10000.0):
+        super().__init__()
+        self.register_buffer("inv_freq", base ** (-torch.arange(0, d_head, 2, dtype=torch.float32) / d_head),
+                             persistent=False)  # [Dh/2]
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        # x [B,H,T,Dh] at positions offset .. offset+T-1
+        position = torch.arange(offset, offset + x.size(2), device=x.device, dtype=torch.float32)
+        angle = torch.outer(position, self.inv_freq)  # [T,Dh/2]
+        cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
 class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, dropout: float):
+    def __init__(self, d_model: int, n_heads: int, dropout: float, rotary: Rotary | None = None):
         super().__init__()
         self.n_heads, self.d_head, self.dropout = n_heads, d_model // n_heads, dropout
         self.query = nn.Linear(d_model, d_model)
         self.key_value = nn.Linear(d_model, 2 * d_model)
         self.out = nn.Linear(d_model, d_model)
+        self.rotary = rotary  # self-attention with rope only
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:  # [B,T,D] -> [B,H,T,Dh]
         return x.view(x.size(0), x.size(1), self.n_heads, self.d_head).transpose(1, 2)
 
-    def keys_values(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # [B,S,D] -> 2 x [B,H,S,Dh]
+    def keys_values(self, x: torch.Tensor, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        # [B,S,D] at positions offset.. -> 2 x [B,H,S,Dh]; rotary keys are cached already rotated
         k, v = self.key_value(x).chunk(2, dim=-1)
-        return self._split(k), self._split(v)
+        k = self._split(k)
+        return (self.rotary(k, offset) if self.rotary is not None else k), self._split(v)
 
     def forward(self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-                causal: bool = False, need_weights: bool = False):
-        """x [B,T,D] attends over k, v [B,H,S,Dh]; mask [B,1,1,S] or [B,1,T,S] is True where attending is allowed."""
+                causal: bool = False, need_weights: bool = False, offset: int = 0):
+        """x [B,T,D] (at positions offset..) attends over k, v [B,H,S,Dh]; mask [B,1,1,S] or [B,1,T,S] is True where
+        attending is allowed."""
         q = self._split(self.query(x))
+        if self.rotary is not None:
+            q = self.rotary(q, offset)
         weights = None
         dropout = self.dropout if self.training else 0.0
         if need_weights:
@@ -105,9 +143,9 @@ class Sublayer(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout, attention_dropout, norm_first):
+    def __init__(self, d_model, n_heads, d_ff, dropout, attention_dropout, norm_first, rotary=None):
         super().__init__()
-        self.attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.attn = MultiHeadAttention(d_model, n_heads, attention_dropout, rotary)
         self.ff = FeedForward(d_model, d_ff, dropout)
         self.sub_attn, self.sub_ff = Sublayer(d_model, dropout, norm_first), Sublayer(d_model, dropout, norm_first)
 
@@ -117,9 +155,9 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout, attention_dropout, norm_first):
+    def __init__(self, d_model, n_heads, d_ff, dropout, attention_dropout, norm_first, rotary=None):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout, rotary)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
         self.ff = FeedForward(d_model, d_ff, dropout)
         self.sub_self, self.sub_cross, self.sub_ff = (Sublayer(d_model, dropout, norm_first) for _ in range(3))
@@ -127,12 +165,13 @@ class DecoderLayer(nn.Module):
     def forward(self, x, cross_kv, src_mask, self_kv=None, need_weights=False):
         """x [B,T,D]. With self_kv (incremental decoding) x is the newest position and self_kv the cached prefix."""
         def self_attention(h):
-            k, v = self.self_attn.keys_values(h)
+            offset = 0 if self_kv is None else self_kv[0].size(2)  # positions already cached
+            k, v = self.self_attn.keys_values(h, offset)
             if self_kv is not None:
                 k, v = torch.cat([self_kv[0], k], dim=2), torch.cat([self_kv[1], v], dim=2)
             new_kv.append((k, v))
             # A new single position may see the whole cache; a full sequence needs the causal mask.
-            return self.self_attn(h, k, v, causal=self_kv is None and h.size(1) > 1)[0]
+            return self.self_attn(h, k, v, causal=self_kv is None and h.size(1) > 1, offset=offset)[0]
 
         def cross_attention(h):
             y, w = self.cross_attn(h, *cross_kv, mask=src_mask, need_weights=need_weights)
@@ -148,18 +187,21 @@ class DecoderLayer(nn.Module):
 class Transformer(Seq2Seq):
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 256, n_heads: int = 4,
                  encoder_layers: int = 3, decoder_layers: int = 3, d_ff: int = 1024, dropout: float = 0.1,
-                 attention_dropout: float = 0.0, norm_first: bool = False, learned_positions: bool = False,
+                 attention_dropout: float = 0.0, norm_first: bool = False, positions: str = "sinusoidal",
                  max_positions: int = 1024, tie_output_embeddings: bool = True, share_all_embeddings: bool = False):
         super().__init__()
+        if positions not in POSITIONS:
+            raise ValueError(f"model.positions={positions!r}: must be one of {', '.join(POSITIONS)}")
         self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
         self.d_model, self.n_heads, self.d_ff = d_model, n_heads, d_ff
-        self.src_embed = Embedding(src_vocab_size, d_model, max_positions, learned_positions, dropout)
-        self.tgt_embed = Embedding(tgt_vocab_size, d_model, max_positions, learned_positions, dropout)
+        self.src_embed = Embedding(src_vocab_size, d_model, max_positions, positions, dropout)
+        self.tgt_embed = Embedding(tgt_vocab_size, d_model, max_positions, positions, dropout)
+        rotary = Rotary(d_model // n_heads) if positions == "rope" else None  # shared: it holds no weights
         if share_all_embeddings:
             if src_vocab_size != tgt_vocab_size:
                 raise ValueError("model.share_all_embeddings needs a shared vocabulary (data.shared_vocab=true)")
             self.tgt_embed.tokens = self.src_embed.tokens
-        layer_args = (d_model, n_heads, d_ff, dropout, attention_dropout, norm_first)
+        layer_args = (d_model, n_heads, d_ff, dropout, attention_dropout, norm_first, rotary)
         self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(decoder_layers))
         # Pre-LN leaves the residual stream un-normalised, so both stacks end with a LayerNorm.
@@ -222,8 +264,13 @@ class Transformer(Seq2Seq):
             positive_int(cls.config_value(cfg, key), f"model.{key}")
         d_model, n_heads = cls.config_value(cfg, "d_model"), cls.config_value(cfg, "n_heads")
         require(d_model % n_heads == 0, f"model.n_heads={n_heads}: must divide model.d_model={d_model}")
-        require(d_model % 2 == 0 or cls.config_value(cfg, "learned_positions"),
+        positions = cls.config_value(cfg, "positions")
+        require(positions in POSITIONS, f"model.positions={positions!r}: must be one of {', '.join(POSITIONS)}")
+        require(d_model % 2 == 0 or positions != "sinusoidal",
                 f"model.d_model={d_model}: sinusoidal positions need an even d_model")
+        require((d_model // n_heads) % 2 == 0 or positions != "rope",
+                f"model.n_heads={n_heads}: rope rotates pairs of dimensions, so d_model / n_heads must be even "
+                f"(d_model={d_model})")
 
     width_key, scaled_with_width = "d_model", ("d_ff",)  # param-budget sizing: d_ff keeps its ratio to d_model
 
@@ -235,8 +282,10 @@ class Transformer(Seq2Seq):
 
     @classmethod
     def width(cls, cfg) -> tuple[int, int]:
-        # heads split d_model evenly; sinusoidal tables interleave sin/cos, so d_model must be even
-        step = math.lcm(cls.config_value(cfg, "n_heads"), 1 if cls.config_value(cfg, "learned_positions") else 2)
+        # heads split d_model evenly; sinusoidal tables interleave sin/cos, so d_model must be even; rope rotates
+        # pairs within each head, so every head's width must be even
+        heads, positions = cls.config_value(cfg, "n_heads"), cls.config_value(cfg, "positions")
+        step = {"sinusoidal": math.lcm(heads, 2), "learned": heads, "rope": 2 * heads}[positions]
         return cls.config_value(cfg, "d_model"), step
 
     def flops_per_token(self, src_len: int, tgt_len: int) -> float:

@@ -1,0 +1,56 @@
+"""Transformer-only behaviour beyond the shared contract (tests/test_model_contract.py runs every position scheme
+through that): rotary position embeddings and the position options' validation and sizing."""
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import build_tiny_model, random_batch
+
+from seqbench.errors import ConfigError
+from seqbench.models.transformer import Rotary, Transformer
+
+
+def test_rotary_scores_depend_only_on_the_offset_between_positions():
+    torch.manual_seed(0)
+    rotary = Rotary(8)
+    q, k = torch.randn(1, 1, 1, 8), torch.randn(1, 1, 1, 8)
+    score = (rotary(q, 3) * rotary(k, 1)).sum()  # query at 3, key at 1
+    for shift in (5, 40, 900):
+        torch.testing.assert_close((rotary(q, 3 + shift) * rotary(k, 1 + shift)).sum(), score, atol=1e-4, rtol=1e-4)
+    assert not torch.allclose((rotary(q, 4) * rotary(k, 1)).sum(), score)  # a different offset scores differently
+    torch.testing.assert_close(rotary(q, 0), q)  # position 0 is the identity
+    torch.testing.assert_close(rotary(q, 7).norm(), q.norm())  # a rotation keeps lengths
+
+
+def test_rope_needs_no_position_table_beyond_max_positions():
+    """Rope has no table: a sentence longer than max_positions still encodes and decodes, as incremental steps
+    too; a table-based model refuses it with a message naming the key."""
+    src, mask, tgt = random_batch(lengths=(20, 12), tgt_len=15)
+    rope = build_tiny_model("transformer_rope", max_positions=8)
+    full = rope(src, mask, tgt)
+    enc = rope.encode(src, mask)
+    state = rope.init_state(enc)
+    for t in range(tgt.size(1)):
+        step, state, _ = rope.decode_step(tgt[:, t], enc, state)
+        torch.testing.assert_close(step, full[:, t], atol=1e-5, rtol=1e-5)
+    sinusoidal = build_tiny_model("transformer", max_positions=8)
+    with pytest.raises(ValueError, match="exceeds model.max_positions=8"):
+        sinusoidal(src, mask, tgt)
+
+
+@pytest.mark.parametrize("cfg, message", [
+    ({"positions": "alibi"}, "model.positions='alibi': must be one of sinusoidal, learned, rope"),
+    ({"positions": "rope", "d_model": 36, "n_heads": 4}, "model.n_heads=4: rope rotates pairs"),
+    ({"positions": "sinusoidal", "d_model": 33, "n_heads": 3}, "sinusoidal positions need an even d_model"),
+])
+def test_position_options_are_validated_in_one_line(cfg, message):
+    with pytest.raises(ConfigError, match=message):
+        Transformer.validate_config(cfg)
+    Transformer.validate_config({**cfg, "positions": "learned"})  # a table of any width is fine
+
+
+@pytest.mark.parametrize("heads, positions, step", [(4, "sinusoidal", 4), (4, "learned", 4), (4, "rope", 8),
+                                                    (3, "sinusoidal", 6), (3, "learned", 3), (3, "rope", 6)])
+def test_param_budget_sizing_keeps_widths_valid(heads, positions, step):
+    """Sizing moves d_model in steps that keep every head whole, sin/cos pairs whole and rope's pairs within heads."""
+    assert Transformer.width({"d_model": 96, "n_heads": heads, "positions": positions}) == (96, step)
