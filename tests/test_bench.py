@@ -25,7 +25,8 @@ def bench(tmp_path, *args):
 
 def test_tiny_bench_has_every_row_and_ratio(tmp_path):
     out = tmp_path / "bench.json"
-    proc = bench(tmp_path, "--tiny", "--threads", "1", "--preset", "transformer", "--json", str(out))
+    proc = bench(tmp_path, "--tiny", "--threads", "1", "--preset", "transformer", "--json", str(out),
+                 "--decode-tokens", "9")
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["machine"]["threads"] == 1 and result["machine"]["device_type"] == "cpu"
@@ -55,7 +56,7 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path):
     for row in decoding.values():
         for kind, beam in (("greedy", 1), ("beam", 5), ("greedy_uncached", 1)):
             assert row[kind]["beam_size"] == beam and row[kind]["sentences"] == n
-            assert row[kind]["target_tokens"] == n * tokens  # every hypothesis forced to exactly 23 tokens
+            assert row[kind]["target_tokens"] == n * tokens == n * 9  # every hypothesis forced to --decode-tokens
         assert row["cache_speedup_greedy"] > 0
     for name in rows:
         assert f"| {name} |" in proc.stdout
@@ -66,6 +67,7 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path):
     (["--preset", "nope"], "model='nope'"),
     (["--families", "transformer,gru"], "--families"),
     (["--force"], "--measure-peak"),
+    (["--decode-tokens", "0"], "--decode-tokens=0: must be a positive integer"),
 ])
 def test_bad_arguments_exit_2_with_a_message(tmp_path, args, message):
     proc = bench(tmp_path, "--tiny", *args)

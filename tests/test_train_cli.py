@@ -19,6 +19,10 @@ TINY_MODELS = {
                     "model.encoder_layers=1", "model.decoder_layers=1"],
     **{f"rnn_{attention}": ["model=rnn", f"model.attention={attention}", "model.embed_dim=32", "model.hidden_size=32"]
        for attention in ("none", "bahdanau", "luong_dot", "luong_general", "luong_concat")},
+    # rotary positions have no table: max_positions far below the data's lengths passes the preflight and trains
+    "transformer_rope": ["model=transformer", "model.d_model=32", "model.n_heads=2", "model.d_ff=64",
+                         "model.encoder_layers=1", "model.decoder_layers=1", "model.positions=rope",
+                         "model.max_positions=6"],
     "cnn": ["model=cnn", "model.embed_dim=32", "model.out_embed_dim=32", "model.encoder_layers=[[32,3]]",
             "model.decoder_layers=[[32,3]]"],
 }

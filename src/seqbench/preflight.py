@@ -105,7 +105,7 @@ def check_against_data(cfg: DictConfig, model_cfg: dict, datamodule) -> None:
             raise InputError(f"{key}={budget}: the longest {split} pair has {max(src, tgt)} tokens and does not fit "
                              f"one batch; raise {key} to at least {max(src, tgt)} {filters}")
     positions = model_cfg.get("max_positions")
-    if positions is None:  # models without a position table (RNNs) take any length
+    if positions is None or model_cfg.get("positions") == "rope":  # no position table (RNNs, rotary): any length
         return
     for split, (src, tgt) in longest.items():
         need, what = max(src, tgt), "tokens"
