@@ -54,3 +54,17 @@ def test_position_options_are_validated_in_one_line(cfg, message):
 def test_param_budget_sizing_keeps_widths_valid(heads, positions, step):
     """Sizing moves d_model in steps that keep every head whole, sin/cos pairs whole and rope's pairs within heads."""
     assert Transformer.width({"d_model": 96, "n_heads": heads, "positions": positions}) == (96, step)
+
+
+def test_rope_angles_grown_while_decoding_still_train():
+    """The rotary angle table is cached and grows with the longest sentence seen; grown under inference mode (a
+    validation of longer sentences than training's), it must not turn into an inference tensor that training's
+    backward pass refuses."""
+    model = build_tiny_model("transformer_rope").train()
+    src, mask, tgt = random_batch(lengths=(300, 12), tgt_len=5)  # past the first table of 256 positions
+    with torch.inference_mode():
+        expected = model(src, mask, tgt)
+    rotary = model.encoder_layers[0].attn.rotary
+    assert rotary._table[0].size(0) >= 300 and not rotary._table[0].is_inference()
+    model(src, mask, tgt).sum().backward()
+    torch.testing.assert_close(model(src, mask, tgt).detach(), expected)

@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 
 from seqbench.config_check import ConfigError
 from seqbench.errors import InputError
+from seqbench.models.interface import family_of
 
 
 def _accelerator_available(name: str) -> tuple[bool, int]:
@@ -104,8 +105,8 @@ def check_against_data(cfg: DictConfig, model_cfg: dict, datamodule) -> None:
         if max(src, tgt) > budget:
             raise InputError(f"{key}={budget}: the longest {split} pair has {max(src, tgt)} tokens and does not fit "
                              f"one batch; raise {key} to at least {max(src, tgt)} {filters}")
-    positions = model_cfg.get("max_positions")
-    if positions is None or model_cfg.get("positions") == "rope":  # no position table (RNNs, rotary): any length
+    positions = family_of(model_cfg).position_limit(model_cfg)
+    if positions is None:  # no position table (RNNs, rotary Transformers): any length
         return
     for split, (src, tgt) in longest.items():
         need, what = max(src, tgt), "tokens"

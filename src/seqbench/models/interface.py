@@ -131,6 +131,12 @@ class Seq2Seq(nn.Module):
         return out
 
     @classmethod
+    def position_limit(cls, cfg: Mapping) -> int | None:
+        """The most tokens a sentence may have on either side (a position table's rows), None when any length
+        goes; checked against the data before training (seqbench.preflight)."""
+        return cfg.get("max_positions")
+
+    @classmethod
     def run_label(cls, preset: str, cfg: Mapping) -> str:
         return preset
 

@@ -72,12 +72,22 @@ class Rotary(nn.Module):
         super().__init__()
         self.register_buffer("inv_freq", base ** (-torch.arange(0, d_head, 2, dtype=torch.float32) / d_head),
                              persistent=False)  # [Dh/2]
+        self._table: tuple[torch.Tensor, torch.Tensor] | None = None  # cos, sin [P,Dh/2] for positions 0..P-1
+
+    def _cos_sin(self, end: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # Every layer's queries and keys, and every decoding step, read the same angles: computed once, grown
+        # (doubled) when a longer sentence comes.
+        if self._table is None or self._table[0].size(0) < end or self._table[0].device != like.device \
+                or self._table[0].dtype != like.dtype:
+            size = max(end, 2 * self._table[0].size(0) if self._table is not None else 256)
+            with torch.inference_mode(False):  # grown while decoding, the table must still serve training after
+                angle = torch.outer(torch.arange(size, device=like.device, dtype=torch.float32), self.inv_freq)
+                self._table = angle.cos().to(like.dtype), angle.sin().to(like.dtype)
+        return self._table
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         # x [B,H,T,Dh] at positions offset .. offset+T-1
-        position = torch.arange(offset, offset + x.size(2), device=x.device, dtype=torch.float32)
-        angle = torch.outer(position, self.inv_freq)  # [T,Dh/2]
-        cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+        cos, sin = (t[offset:offset + x.size(2)] for t in self._cos_sin(offset + x.size(2), x))  # [T,Dh/2]
         x1, x2 = x.chunk(2, dim=-1)
         return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
@@ -271,6 +281,10 @@ class Transformer(Seq2Seq):
         require((d_model // n_heads) % 2 == 0 or positions != "rope",
                 f"model.n_heads={n_heads}: rope rotates pairs of dimensions, so d_model / n_heads must be even "
                 f"(d_model={d_model})")
+
+    @classmethod
+    def position_limit(cls, cfg) -> int | None:
+        return None if cls.config_value(cfg, "positions") == "rope" else cls.config_value(cfg, "max_positions")
 
     width_key, scaled_with_width = "d_model", ("d_ff",)  # param-budget sizing: d_ff keeps its ratio to d_model
 
