@@ -1,11 +1,15 @@
-"""Seq2SeqModule's test pass: with module.test_greedy the test set is also decoded greedily and scored as
-test.greedy, exactly what a beam-1 test pass scores (the overfit and contract tests cover the rest)."""
+"""Seq2SeqModule's evaluation passes: with module.test_greedy the test set is also decoded greedily and scored as
+test.greedy, exactly what a beam-1 test pass scores; module.val_bleu=false skips BLEU during training only (the
+overfit and contract tests cover the rest)."""
 from __future__ import annotations
 
 import random
 
+import copy
+
 import lightning as L
 import pytest
+import torch
 from datasets import Dataset, DatasetDict
 
 from seqbench.data.datamodule import Seq2SeqDataModule
@@ -56,3 +60,18 @@ def test_test_greedy_scores_what_a_greedy_test_pass_scores(setup):
 @pytest.mark.parametrize("beam_size,test_greedy", [(3, False), (1, True)])
 def test_no_greedy_record_unless_asked_and_different(setup, beam_size, test_greedy):
     assert "greedy" not in _test_scores(setup, beam_size, test_greedy)
+
+
+def test_val_bleu_off_skips_bleu_while_training_not_in_a_final_validation(setup):
+    datamodule, model = setup
+    module = Seq2SeqModule(copy.deepcopy(model), optimizer=lambda params: torch.optim.SGD(params, lr=0.0),
+                           decoding={"max_len": 12}, val_bleu=False)
+    trainer = L.Trainer(max_steps=1, val_check_interval=1, num_sanity_val_steps=0, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                        use_distributed_sampler=False)
+    trainer.fit(module, datamodule=datamodule)
+    assert "val/ppl" in trainer.callback_metrics  # validation ran during training ...
+    assert "valid" not in module.evaluations and "val/bleu" not in trainer.callback_metrics  # ... without decoding
+    trainer.validate(module, datamodule=datamodule, verbose=False)
+    assert module.evaluations["valid"].scores["bleu"] >= 0.0  # the run's final validation always scores BLEU
+    assert "val/bleu" in trainer.callback_metrics

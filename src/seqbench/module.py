@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 import lightning as L
 import torch
 import torch.distributed as dist
+from lightning.pytorch.trainer.states import TrainerFn
 
 from seqbench.data.tokenizer import PAD_ID
 from seqbench.decoding import DecodingConfig, generate
@@ -76,12 +77,18 @@ class Seq2SeqModule(L.LightningModule):
         self.log(f"{split}/nll", nll, batch_size=n_tokens, sync_dist=True, prog_bar=split == "val")
         self._nll_total += torch.stack([nll.detach().double() * n_tokens, torch.tensor(n_tokens, dtype=torch.double,
                                                                                    device=nll.device)])
-        if split == "test" or self.val_bleu:
+        if split == "test" or self._scores_validation:
             hypotheses = generate(self.model, batch["src"], batch["src_mask"], self.decoding)
             self._outputs += list(zip(batch["index"].tolist(), hypotheses))
         if split == "test" and self._decodes_greedy_too:
             greedy = generate(self.model, batch["src"], batch["src_mask"], replace(self.decoding, beam_size=1))
             self._greedy_outputs += list(zip(batch["index"].tolist(), greedy))
+
+    @property
+    def _scores_validation(self) -> bool:
+        """Validation BLEU: during training only when `val_bleu` (decoding costs time); a standalone validation pass
+        (`trainer.validate`, the run's final scores) always scores, whatever was monitored during training."""
+        return self.val_bleu or self.trainer.state.fn != TrainerFn.FITTING
 
     @property
     def _decodes_greedy_too(self) -> bool:
@@ -104,7 +111,7 @@ class Seq2SeqModule(L.LightningModule):
         if dist.is_available() and dist.is_initialized():
             dist.all_reduce(total)
         self.log("val/ppl", math.exp(min(float(total[0] / total[1].clamp(min=1)), 50.0)))
-        if self.val_bleu and not self.trainer.sanity_checking:
+        if self._scores_validation and not self.trainer.sanity_checking:
             self._evaluate_epoch("valid", "val")
 
     def on_test_epoch_end(self):

@@ -199,7 +199,6 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
         best = checkpoint_in  # evaluate exactly the checkpoint given
     fit_seconds = time.perf_counter() - fit_started
 
-    module.val_bleu = True  # final scores always include BLEU, whatever was monitored during training
     with guard.phase_of_run("validation", lightning=True):
         trainer.validate(module, datamodule=datamodule, ckpt_path=best, verbose=False, weights_only=True)
     if cfg.get("test", True):
