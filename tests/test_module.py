@@ -3,9 +3,8 @@ test.greedy, exactly what a beam-1 test pass scores; module.val_bleu=false skips
 overfit and contract tests cover the rest)."""
 from __future__ import annotations
 
-import random
-
 import copy
+import random
 
 import lightning as L
 import pytest
