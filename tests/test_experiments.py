@@ -85,6 +85,10 @@ RUN_OVERHEAD_S = 40
 # Every CPU preset is sized to take about 45 minutes on the synthetic task (its update budget); its wall-clock guards
 # (trainer.max_time, about twice the budget's time) bound the worst case, a slow or busy machine, to 90 minutes.
 CPU_PRESET_LIMIT_S = 90 * 60
+# The real-text preset runs the synthetic preset's update budget with 8,000 subwords per side instead of 1,000, which
+# makes an RNNsearch update about 1.75x dearer: its four runs took 94 minutes on a 2-core CPU (README), so
+# its guards, sized to that, bound it to 3 hours instead.
+PRESET_LIMIT_S = {"rnn_vs_attention_bible": 180 * 60}
 
 
 def _seconds(max_time: str) -> int:
@@ -97,7 +101,8 @@ def test_cpu_preset_fits_its_time_limit(experiment):
     jobs = [_compose(o) for o in _jobs(experiment)]
     assert all(c.trainer.max_time for c in jobs), "a CPU preset is bounded by wall time"
     total = sum(_seconds(c.trainer.max_time) + RUN_OVERHEAD_S for c in jobs)
-    assert total <= CPU_PRESET_LIMIT_S, f"{experiment}: {len(jobs)} runs need about {total / 60:.0f} minutes"
+    limit = PRESET_LIMIT_S.get(experiment, CPU_PRESET_LIMIT_S)
+    assert total <= limit, f"{experiment}: {len(jobs)} runs need about {total / 60:.0f} minutes"
 
 
 @pytest.mark.parametrize("overrides", [[]] + [[f"experiment={e}"] for e in EXPERIMENTS if not e.endswith("_gpu")])
