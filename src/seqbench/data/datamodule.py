@@ -64,13 +64,13 @@ class Seq2SeqDataModule(L.LightningDataModule):
     def _load(self) -> None:
         dataset = self.corpus.load(self.cache_dir)
         for split in SPLITS:
-            sources, targets = dataset[split]["src"], dataset[split]["tgt"]
+            # Plain lists, read once: indexing a Dataset column element by element costs ~0.1 ms each (seconds here)
+            columns = dataset[split].to_dict()
+            sources, targets = columns.pop("src"), columns.pop("tgt")
             kept = [i for i, (s, t) in enumerate(zip(sources, targets)) if self._keep(split, s, t)]
             pairs = [(sources[i], targets[i]) for i in kept]
             if split != "train":  # what evaluation may bucket or score by (seqbench.targeted)
-                self.columns[split] = {name: [column[i] for i in kept] for name, column in
-                                       ((n, dataset[split][n]) for n in dataset[split].column_names
-                                        if n not in ("src", "tgt"))}
+                self.columns[split] = {name: [column[i] for i in kept] for name, column in columns.items()}
             self.raw_sizes[split] = len(dataset[split])
             self.filter_counts[split] = len(dataset[split]) - len(pairs)
             if not pairs:
