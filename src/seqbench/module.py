@@ -33,7 +33,7 @@ class Seq2SeqModule(L.LightningModule):
                  scheduler: Callable | None = None, label_smoothing: float = 0.1,
                  decoding: DecodingConfig | dict | None = None, val_bleu: bool = True,
                  length_buckets: Sequence[int] = DEFAULT_LENGTH_EDGES, model_spec: dict | None = None,
-                 test_greedy: bool = False):
+                 test_greedy: bool = False, val_beam_size: int = 1):
         super().__init__()
         # The model object and optimizer/scheduler factories are not plain data: the spec stands for the model.
         self.save_hyperparameters(ignore=["model", "optimizer", "scheduler"])
@@ -49,6 +49,9 @@ class Seq2SeqModule(L.LightningModule):
         # The test set decoded greedily too (scored as test.greedy) when the beam is wider than 1: a beam artefact
         # then cannot pass for an architecture effect.
         self.test_greedy = test_greedy
+        # Validations during training (learning curve, early stopping, a sweep's pruning) decode with this beam:
+        # greedy by default, a fraction of the beam's cost. The final validation and the test use `decoding`.
+        self.val_beam_size = val_beam_size
         self.evaluator = Evaluator(length_buckets)  # length_buckets: upper edges, in source words, of BLEU by length
         self.decoding = decoding if isinstance(decoding, DecodingConfig) else DecodingConfig(**(decoding or {}))
         self.hparams["decoding"] = asdict(self.decoding)  # plain data: checkpoints load with weights_only=True
@@ -78,17 +81,23 @@ class Seq2SeqModule(L.LightningModule):
         self._nll_total += torch.stack([nll.detach().double() * n_tokens, torch.tensor(n_tokens, dtype=torch.double,
                                                                                    device=nll.device)])
         if split == "test" or self._scores_validation:
-            hypotheses = generate(self.model, batch["src"], batch["src_mask"], self.decoding)
+            decoding = self.decoding if split == "test" or not self._fitting else \
+                replace(self.decoding, beam_size=self.val_beam_size)
+            hypotheses = generate(self.model, batch["src"], batch["src_mask"], decoding)
             self._outputs += list(zip(batch["index"].tolist(), hypotheses))
         if split == "test" and self._decodes_greedy_too:
             greedy = generate(self.model, batch["src"], batch["src_mask"], replace(self.decoding, beam_size=1))
             self._greedy_outputs += list(zip(batch["index"].tolist(), greedy))
 
     @property
+    def _fitting(self) -> bool:
+        return self.trainer.state.fn == TrainerFn.FITTING
+
+    @property
     def _scores_validation(self) -> bool:
         """Validation BLEU: during training only when `val_bleu` (decoding costs time); a standalone validation pass
         (`trainer.validate`, the run's final scores) always scores, whatever was monitored during training."""
-        return self.val_bleu or self.trainer.state.fn != TrainerFn.FITTING
+        return self.val_bleu or not self._fitting
 
     @property
     def _decodes_greedy_too(self) -> bool:

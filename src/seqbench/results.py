@@ -28,7 +28,8 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                    "mean_tgt_tokens" (non-pad per training sentence, <eos> included on the target)
   decoding         {"greedy", "beam"}: each {"beam_size", "sentences", "target_tokens" (<eos> excluded),
                    "seconds", "sentences_per_s", "target_tokens_per_s"} over measure.decode_sentences test sentences
-                   after warm-up; absent when test=false
+                   after warm-up, every hypothesis forced to measure.decode_tokens tokens (so the timing does not
+                   depend on how well the model translates); absent when test=false
   flops            {"forward_per_target_token" (the model's analytic count at the mean lengths),
                     "train_per_target_token" (3x forward), "mean_src_tokens", "mean_tgt_tokens",
                     "achieved_train_flops_per_s", "peak_flops_per_s": {dtype: FLOP/s}, "peak_matrix_size": {dtype: n}

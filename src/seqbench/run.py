@@ -69,12 +69,15 @@ def measure(cfg: DictConfig, trainer, module, datamodule, throughput: TrainThrou
     if cfg.get("test", True):
         test_split = datamodule.evaluation("test")
         batches = benchmark.test_batches(test_split, cfg.measure.decode_sentences)
-        beam, warmup = module.decoding, cfg.measure.decode_warmup_batches
+        # Every hypothesis exactly decode_tokens long: the work does not depend on what the model has learned.
+        beam = replace(module.decoding, min_len=cfg.measure.decode_tokens, max_len=cfg.measure.decode_tokens)
+        warmup = cfg.measure.decode_warmup_batches
         greedy = benchmark.decode_speed(model, batches, replace(beam, beam_size=1), device, warmup, context)
         out["decoding"] = {"greedy": greedy, "beam": greedy if beam.beam_size == 1 else
                            benchmark.decode_speed(model, batches, beam, device, warmup, context)}
         if cfg.measure.attention_examples and trainer.is_global_zero:
-            examples = attention_examples(model, test_split, beam, device, cfg.measure.attention_examples, context)
+            examples = attention_examples(model, test_split, module.decoding, device, cfg.measure.attention_examples,
+                                          context)
             save_attention(Path(cfg.paths.output_dir) / "attention.pt", cfg.compare.label, cfg.model.name, examples)
     summary = throughput.summary(trainer.world_size) if throughput else {}
     if summary.get("measured_steps"):

@@ -157,6 +157,7 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     # decoding and measurements
     "module.val_bleu": boolean(),
     "module.test_greedy": boolean(),
+    "module.val_beam_size": integer(1),
     "module.label_smoothing": Spec(lambda v: _is_number(v) and 0 <= v < 1, "a number in [0, 1)"),
     "module.decoding.beam_size": integer(1),
     "module.decoding.length_penalty": number(0),
@@ -165,6 +166,7 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "module.decoding.max_len_a": number(0),
     "module.decoding.max_len_b": integer(0),
     "measure.decode_sentences": integer(1, none=True, note=" (null: the whole test set)"),
+    "measure.decode_tokens": integer(1),
     "measure.decode_warmup_batches": integer(0),
     "measure.peak_flops_seconds": number(0, strict=True),
     "measure.attention_examples": integer(0),
@@ -173,8 +175,8 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
 }
 # The keys run.py reads from `measure:`; a preset that merges another key there (a misplaced line) is a mistake
 # Hydra cannot see, because presets may add keys.
-MEASURE_KEYS = ("length_buckets", "decode_sentences", "decode_warmup_batches", "peak_flops_seconds",
-                "attention_examples")
+MEASURE_KEYS = ("length_buckets", "decode_sentences", "decode_tokens", "decode_warmup_batches",
+                "peak_flops_seconds", "attention_examples")
 
 # Keys a `_target_` node may hold that its callable does not take: run.py removes them before instantiating.
 NOT_ARGUMENTS = {"model": {"name"}}
