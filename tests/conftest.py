@@ -59,7 +59,7 @@ SRC_VOCAB, TGT_VOCAB = 40, 45  # the tiny vocabularies of build_tiny_model and r
 
 def random_batch(lengths=(7, 4, 5), tgt_len=6, seed=0):
     """A padded source batch with the given lengths and a <bos>-initial target batch, seeded."""
-    from seqbench.data.tokenizer import BOS_ID, PAD_ID
+    from seqbench.common.tokens import BOS_ID, PAD_ID
 
     g = torch.Generator().manual_seed(seed)
     src = torch.full((len(lengths), max(lengths)), PAD_ID)

@@ -1,5 +1,5 @@
 """Synthetic run directories for the report tests and the notebook test: results.json (schema 1), test-set text
-files, a CSV log and attention maps, written the way seqbench.run writes them, without training anything."""
+files, a CSV log and attention maps, written the way seqbench.training.run writes them, without training anything."""
 from __future__ import annotations
 
 import csv
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import torch
 
-from seqbench.attention_maps import save_attention
-from seqbench.evaluation import Evaluator, SplitEvaluation
-from seqbench.results import write_results
+from seqbench.decoding.attention import save_attention
+from seqbench.rundir.results import write_results
+from seqbench.scoring.evaluation import Evaluator, SplitEvaluation
 
 # label -> (family, share of reference words each model gets right, attention shape [L, H] or None)
 MODELS = {"transformer": ("transformer", 0.9, (2, 2)), "rnnsearch": ("rnn", 0.7, (1, 1)),

@@ -160,7 +160,7 @@ def _snapshot(run_dir: Path) -> set[str]:
 
 def run_train(train_main, monkeypatch, capsys, overrides: list[str], cache: Path, run_dir: Path):
     """`python train.py <overrides>` in this process: (exit status, stderr)."""
-    from seqbench.cli import run_cli
+    from seqbench.commands.cli import run_cli
 
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     monkeypatch.setenv("WANDB_MODE", "offline")
@@ -230,7 +230,7 @@ def test_gpu_preset_on_cpu_names_the_fix(tmp_path, train_main, monkeypatch, caps
 def test_hydra_full_error_shows_the_whole_trace(tmp_path, train_main, monkeypatch):
     from hydra.errors import ConfigCompositionException
 
-    from seqbench.cli import run_cli
+    from seqbench.commands.cli import run_cli
 
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
     monkeypatch.setattr(sys, "argv", ["train.py", f"hydra.run.dir={tmp_path / 'run'}", "model.n_head=4"])
@@ -240,12 +240,12 @@ def test_hydra_full_error_shows_the_whole_trace(tmp_path, train_main, monkeypatc
 
 
 def test_a_real_bug_keeps_its_traceback(tmp_path, train_main, monkeypatch, capsys):
-    import seqbench.run
+    import seqbench.training.run
 
     def broken(cfg):
         raise RuntimeError("a bug in the project, not the user's input")
 
-    monkeypatch.setattr(seqbench.run, "check_environment", broken)
+    monkeypatch.setattr(seqbench.training.run, "check_environment", broken)
     status, stderr = run_train(train_main, monkeypatch, capsys, [], tmp_path / "cache", tmp_path / "run")
     assert status == 1 and "Traceback" in stderr and "a bug in the project" in stderr
     assert "HYDRA_FULL_ERROR" not in os.environ, "run_cli restores the environment"
@@ -254,8 +254,8 @@ def test_a_real_bug_keeps_its_traceback(tmp_path, train_main, monkeypatch, capsy
 def test_valid_edge_values_pass():
     from hydra import compose, initialize_config_dir
 
-    from seqbench.config_check import validate
-    from seqbench.hydra_resolvers import register_resolvers
+    from seqbench.config.composed import validate
+    from seqbench.config.resolvers import register_resolvers
 
     register_resolvers()
     overrides = ["trainer.max_epochs=-1", "trainer.max_steps=-1", "trainer.max_time=null", "seed=0",

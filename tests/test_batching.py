@@ -3,8 +3,8 @@ import random
 import pytest
 import torch
 
+from seqbench.common.tokens import BOS_ID, EOS_ID, PAD_ID
 from seqbench.data.batching import TokenBudgetBatchSampler, collate, token_budget_batches
-from seqbench.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 
 def _lengths(n=500, seed=0):

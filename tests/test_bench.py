@@ -1,4 +1,4 @@
-"""`python -m seqbench.bench --tiny` end to end (every row and ratio in its JSON), the uncached greedy search it
+"""`python -m seqbench.commands.bench --tiny` end to end (every row and ratio in its JSON), the uncached greedy search it
 times against the cached one, and the plain PyTorch baselines it trains beside seqbench's models."""
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import sys
 
 import pytest
 import torch
-
 from conftest import SRC_VOCAB, build_tiny_model, random_batch
-from seqbench.bench import recompute_greedy
-from seqbench.decoding import DecodingConfig, greedy_search
+
+from seqbench.commands.bench import recompute_greedy
+from seqbench.decoding.search import DecodingConfig, greedy_search
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def bench(tmp_path, *args):
     env = dict(os.environ, OMP_NUM_THREADS="1", SEQBENCH_CACHE_DIR=str(tmp_path / "cache"))
-    return subprocess.run([sys.executable, "-m", "seqbench.bench", *args], cwd=tmp_path, env=env,
+    return subprocess.run([sys.executable, "-m", "seqbench.commands.bench", *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -85,8 +85,8 @@ def test_uncached_greedy_equals_cached_greedy(case, min_len):
 
 
 def test_baselines_have_the_reference_shapes_and_are_causal():
-    from seqbench.baselines import PlainLSTM, PlainTransformer
-    from seqbench.bench import REFERENCE, build
+    from seqbench.commands.bench import REFERENCE, build
+    from seqbench.measure.baselines import PlainLSTM, PlainTransformer
 
     small = {"transformer": dict(d_model=32, n_heads=2, encoder_layers=2, decoder_layers=2, d_ff=64),
              "rnn": dict(embed_dim=16, hidden_size=24, encoder_layers=2, decoder_layers=2)}

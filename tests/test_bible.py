@@ -13,9 +13,9 @@ from urllib.parse import urlparse
 
 import pytest
 
+from seqbench.common.errors import InputError
 from seqbench.data import bible, wheel_source
 from seqbench.data.bible import BibleCorpus, Casing, fix_drop_cap, strip_psalm_heading
-from seqbench.errors import InputError
 
 CODES = {"en": "4", "es": "v", "fr": "l", "it": "d", "ru": "r"}
 GENESIS = {"4": "Genesis", "v": "Génesis", "l": "Genèse", "d": "Genesi", "r": "БЫТИЕ"}

@@ -1,4 +1,4 @@
-"""seqbench.callbacks.TrainThroughput's training-FLOPs count, checked batch by batch against the model's own
+"""seqbench.training.callbacks.TrainThroughput's training-FLOPs count, checked batch by batch against the model's own
 analytic count (the end-to-end runs in test_measure_cli.py and test_train_cli.py check what reaches results.json)."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from seqbench.callbacks import TrainThroughput
-from seqbench.data.tokenizer import PAD_ID
+from seqbench.common.tokens import PAD_ID
 from seqbench.models.transformer import Transformer
+from seqbench.training.callbacks import TrainThroughput
 
 
 def _batch(src_lengths: list[int], tgt_lengths: list[int]) -> dict:

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import SRC_VOCAB, TGT_VOCAB, build_tiny_model, random_batch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from conftest import SRC_VOCAB, TGT_VOCAB, build_tiny_model, random_batch
-from seqbench.data.tokenizer import PAD_ID
+from seqbench.common.tokens import PAD_ID
 from seqbench.models.convs2s import ConvS2S
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -152,7 +152,7 @@ def test_flops_per_token_counts_every_weight_once():
 def _compose(preset: str):
     from hydra import compose, initialize_config_dir
 
-    from seqbench.hydra_resolvers import register_resolvers
+    from seqbench.config.resolvers import register_resolvers
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
@@ -161,8 +161,8 @@ def _compose(preset: str):
 
 @pytest.mark.parametrize("preset", ["cnn", "convs2s_wmt_en_de"])
 def test_presets_compose_validate_and_instantiate(preset):
-    from seqbench.config_check import validate
-    from seqbench.run import build_model
+    from seqbench.config.composed import validate
+    from seqbench.training.run import build_model
 
     cfg = _compose(preset)
     validate(cfg)
@@ -179,7 +179,7 @@ def test_presets_compose_validate_and_instantiate(preset):
 def test_wmt_preset_size_matches_the_paper():
     """fconv_wmt_en_de: 15 + 15 blocks (9x512, 4x1024, 2x2048 1x1), 768-d embeddings; with a 40k joint BPE vocabulary
     about 210M parameters (~126M outside the embeddings and the output layer). Built on the meta device (no memory)."""
-    from seqbench.run import build_model
+    from seqbench.training.run import build_model
 
     cfg = _compose("convs2s_wmt_en_de")
     assert len(cfg.model.encoder_layers) == len(cfg.model.decoder_layers) == 15

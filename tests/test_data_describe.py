@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from seqbench.data.__main__ import main
+from seqbench.commands.data import main
 from seqbench.data.stats import BUCKET_LABELS
 
 

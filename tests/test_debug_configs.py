@@ -6,10 +6,10 @@ import json
 from types import SimpleNamespace
 
 import pytest
-
-from seqbench.config_check import validate
 from test_readme import ROOT, _compose
 from test_train_cli import TINY, TINY_MODELS, train
+
+from seqbench.config.composed import validate
 
 DEBUG = sorted(p.stem for p in (ROOT / "conf" / "debug").glob("*.yaml") if p.stem != "default")
 

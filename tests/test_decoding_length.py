@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from conftest import build_tiny_model, random_batch
-from seqbench.data.tokenizer import EOS_ID
-from seqbench.decoding import DecodingConfig, generate, length_limits
+
+from seqbench.common.tokens import EOS_ID
+from seqbench.decoding.search import DecodingConfig, generate, length_limits
 from seqbench.models.interface import Seq2Seq
 
 
@@ -72,9 +72,9 @@ def test_length_limits_min_len_wins_over_a_smaller_limit():
     (["module.decoding.min_len=5", "module.decoding.max_len=4"], "module.decoding.min_len"),
 ])
 def test_config_check_rejects_bad_lengths(overrides, key):
-    from seqbench.config_check import validate
-    from seqbench.data.__main__ import compose_config
-    from seqbench.errors import ConfigError
+    from seqbench.commands.data import compose_config
+    from seqbench.common.errors import ConfigError
+    from seqbench.config.composed import validate
 
     validate(compose_config(["module.decoding.min_len=3", "module.decoding.max_len=3"]))
     with pytest.raises(ConfigError, match=key):

@@ -1,4 +1,4 @@
-"""seqbench.evaluation.Evaluator (the one scoring path) and `python -m seqbench.score` on hand-made files."""
+"""seqbench.scoring.evaluation.Evaluator (the one scoring path) and `python -m seqbench.commands.score` on hand-made files."""
 from __future__ import annotations
 
 import json
@@ -6,10 +6,10 @@ import json
 import pytest
 import sacrebleu
 
-from seqbench.evaluation import Evaluator, SplitEvaluation, split_file
-from seqbench.io import read_lines
-from seqbench.metrics import bleu_by_length, corpus_bleu, corpus_chrf, paired_bootstrap
-from seqbench.score import main
+from seqbench.commands.score import main
+from seqbench.common.io import read_lines
+from seqbench.scoring.evaluation import Evaluator, SplitEvaluation, split_file
+from seqbench.scoring.metrics import bleu_by_length, corpus_bleu, corpus_chrf, paired_bootstrap
 
 SOURCES = ["a b c", "d e f g h i j k l m n o", "p q", "r s t u v w x y z a b c d e f g h i j k l m n"]
 REFERENCES = ["the cat sat on the mat", "a dog barked at the moon tonight", "hello there", "it rains a lot today"]
@@ -115,7 +115,7 @@ def _short(tmp_path):
 
 def test_structured_corpus_adds_structure_scores_and_their_metrics():
     """With the synthetic pair's per-sentence columns the evaluator adds BLEU by clauses and by longest dependency
-    and the targeted accuracy (seqbench.targeted), and logs them; without them the record is unchanged."""
+    and the targeted accuracy (seqbench.scoring.targeted), and logs them; without them the record is unchanged."""
     import random
 
     from seqbench.data.synthetic import GrammarConfig, Lexicon, SentenceGenerator

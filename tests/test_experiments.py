@@ -8,8 +8,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from seqbench.config_check import validate
-from seqbench.sizing import TOLERANCE
+from seqbench.config.composed import validate
+from seqbench.models.sizing import TOLERANCE
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
@@ -34,7 +34,7 @@ LABELS = {
 def _compose(overrides: list[str], hydra_config: bool = False):
     from hydra import compose, initialize_config_dir
 
-    from seqbench.hydra_resolvers import register_resolvers
+    from seqbench.config.resolvers import register_resolvers
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -121,7 +121,7 @@ def test_accelerator_trainers_do_not_inherit_the_cpu_quickstart_budget(trainer):
 
 
 def test_a_misplaced_measure_key_is_rejected():
-    from seqbench.errors import ConfigError
+    from seqbench.common.errors import ConfigError
 
     cfg = _compose([])
     OmegaConf.set_struct(cfg, False)
@@ -152,8 +152,8 @@ def test_luong_variants_have_equal_size():
 
 @pytest.mark.parametrize("experiment, vocab", [("arch_comparison", 1500), ("arch_comparison_gpu", 32000)])
 def test_arch_comparison_matches_parameters(experiment, vocab):
-    from seqbench.run import model_config
-    from seqbench.sizing import count_parameters
+    from seqbench.models.sizing import count_parameters
+    from seqbench.training.run import model_config
 
     counts, seeds = {}, set()
     for overrides in _jobs(experiment):
@@ -185,7 +185,7 @@ def test_default_label_names_the_model(overrides, label):
 
 
 def test_built_model_of_a_preset_job_runs():
-    from seqbench.run import build_model
+    from seqbench.training.run import build_model
 
     cfg = _compose(_jobs("arch_comparison")[0])
     torch.manual_seed(0)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from seqbench.common.errors import InputError
 from seqbench.data.files import FileCorpus
-from seqbench.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = [("hello world", "hallo welt"), ("good morning", "guten morgen"), ("thank you", "danke")]

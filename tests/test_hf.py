@@ -9,8 +9,8 @@ import huggingface_hub
 import pytest
 from datasets import Dataset, DatasetDict
 
+from seqbench.common.errors import InputError
 from seqbench.data.hf import HubCorpus
-from seqbench.errors import InputError
 
 
 def translation_rows(n: int, start: int = 0) -> list[dict]:

@@ -9,10 +9,19 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from seqbench.data.synthetic import (_ADJ_AGREEMENT, _VERB_AGREEMENT, STRUCTURE_COLUMNS, GrammarConfig, Lexicon,
-                                     SentenceGenerator, dictionary_translate, generate_splits)
-from seqbench.metrics import bleu_by_group, bleu_by_length, word_count
-from seqbench.targeted import DEFAULT_DISTANCE_EDGES, marker_found, structure_scores, targeted_accuracy
+from seqbench.common.structure import STRUCTURE_COLUMNS
+from seqbench.common.text import word_count
+from seqbench.data.synthetic import (
+    _ADJ_AGREEMENT,
+    _VERB_AGREEMENT,
+    GrammarConfig,
+    Lexicon,
+    SentenceGenerator,
+    dictionary_translate,
+    generate_splits,
+)
+from seqbench.scoring.metrics import bleu_by_group, bleu_by_length
+from seqbench.scoring.targeted import DEFAULT_DISTANCE_EDGES, marker_found, structure_scores, targeted_accuracy
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 

@@ -2,8 +2,8 @@ import math
 
 import torch
 
-from seqbench.data.tokenizer import PAD_ID
-from seqbench.losses import label_smoothed_nll
+from seqbench.common.tokens import PAD_ID
+from seqbench.training.losses import label_smoothed_nll
 
 
 def test_label_smoothing_matches_hand_computation():

@@ -74,7 +74,7 @@ def test_force_remeasures_and_a_corrupt_cache_is_replaced(tmp_path, fake_measure
 
 
 def test_measure_peak_cli_writes_the_cache(tmp_path, monkeypatch, fake_measure, capsys):
-    from seqbench.bench import main
+    from seqbench.commands.bench import main
 
     monkeypatch.setenv("SEQBENCH_CACHE_DIR", str(tmp_path))
     assert main(["--measure-peak", "--threads", str(torch.get_num_threads())]) == 0

@@ -10,10 +10,10 @@ import sys
 
 import pytest
 import torch
-
-from seqbench.io import atomic_write_text
-from seqbench.machine_peaks import CACHE_FILE, CACHE_VERSION, cache_key, device_name
 from test_train_cli import ROOT, TINY
+
+from seqbench.common.io import atomic_write_text
+from seqbench.measure.peaks import CACHE_FILE, CACHE_VERSION, cache_key, device_name
 
 MEASURE = ["measure.decode_sentences=5", "trainer.val_check_interval=2",
            "compare.param_budget=200000"]  # every family resized to 200k parameters
@@ -74,7 +74,7 @@ def test_results_record_every_measurement(multirun):
 
 
 def test_run_directory_holds_what_the_report_needs(multirun):
-    from seqbench.attention_maps import load_attention
+    from seqbench.decoding.attention import load_attention
 
     shapes = {}
     for job in ("0", "1", "2"):

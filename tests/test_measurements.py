@@ -7,12 +7,20 @@ import random
 import pytest
 import sacrebleu
 import torch
-
 from conftest import build_tiny_model
-from seqbench.benchmark import (decode_speed, fixed_subset, matmul_peak_flops, peak_memory, reset_peak_memory,
-                                training_dtype, training_flops)
-from seqbench.decoding import DecodingConfig
-from seqbench.metrics import DEFAULT_LENGTH_EDGES, bleu_by_length, bucket_index, length_buckets, paired_bootstrap
+
+from seqbench.common.subset import fixed_subset
+from seqbench.common.text import DEFAULT_LENGTH_EDGES, bucket_index, length_buckets
+from seqbench.decoding.search import DecodingConfig
+from seqbench.measure.speed import (
+    decode_speed,
+    matmul_peak_flops,
+    peak_memory,
+    reset_peak_memory,
+    training_dtype,
+    training_flops,
+)
+from seqbench.scoring.metrics import bleu_by_length, paired_bootstrap
 
 
 def test_default_buckets_are_the_synthetic_strata():

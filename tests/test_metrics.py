@@ -1,6 +1,6 @@
 import sacrebleu
 
-from seqbench.metrics import corpus_bleu, corpus_chrf
+from seqbench.scoring.metrics import corpus_bleu, corpus_chrf
 
 
 def test_bleu_equals_sacrebleu():

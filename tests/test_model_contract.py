@@ -5,8 +5,8 @@ import pytest
 import torch
 from conftest import MODEL_CASES, TGT_VOCAB, build_tiny_model, random_batch
 
-from seqbench.data.tokenizer import EOS_ID
-from seqbench.decoding import DecodingConfig, beam_search, greedy_search
+from seqbench.common.tokens import EOS_ID
+from seqbench.decoding.search import DecodingConfig, beam_search, greedy_search
 
 CASES = sorted(MODEL_CASES)
 

@@ -14,7 +14,7 @@ from datasets import Dataset, DatasetDict
 from seqbench.data.datamodule import Seq2SeqDataModule
 from seqbench.data.synthetic import GrammarConfig, Lexicon, SentenceGenerator
 from seqbench.models.transformer import Transformer
-from seqbench.module import Seq2SeqModule
+from seqbench.training.module import Seq2SeqModule
 
 
 class SmallCorpus:

@@ -6,14 +6,14 @@ import random
 import lightning as L
 import pytest
 import torch
+from conftest import MODEL_CASES
 from datasets import Dataset, DatasetDict
 from hydra.utils import instantiate
 
-from conftest import MODEL_CASES
 from seqbench.data.datamodule import Seq2SeqDataModule
 from seqbench.data.synthetic import GrammarConfig, Lexicon, SentenceGenerator
-from seqbench.module import Seq2SeqModule
-from seqbench.schedules import constant
+from seqbench.training.module import Seq2SeqModule
+from seqbench.training.schedules import constant
 
 
 class MemoryCorpus:
@@ -74,4 +74,4 @@ def test_overfits_64_pairs(case, tmp_path):
     test = module.evaluations["test"]
     assert test.scores["bleu"] >= 95, test.hypotheses[:3]
     assert len(test.hypotheses) == len(test.references) == test.scores["n_sentences"] == 64
-    assert not list(tmp_path.glob("*.txt")), "the module scores; writing the run's files is seqbench.run's job"
+    assert not list(tmp_path.glob("*.txt")), "the module scores; writing the run's files is seqbench.training.run's job"

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from seqbench.config_check import ConfigError, check_group_choices
+from seqbench.common.errors import ConfigError
+from seqbench.config.arguments import check_group_choices
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from seqbench.config_check import validate
+from seqbench.config.composed import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -35,7 +35,7 @@ def _after_train_py(line: str) -> list[str]:
 def _compose(overrides: list[str], hydra_config: bool = False):
     from hydra import compose, initialize_config_dir
 
-    from seqbench.hydra_resolvers import register_resolvers
+    from seqbench.config.resolvers import register_resolvers
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):

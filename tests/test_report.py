@@ -4,11 +4,11 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from report_fixtures import MODELS, make_multirun
-from seqbench.evaluation import Evaluator
+
+from seqbench.commands.report import main
 from seqbench.report import external_run, group_by_label, load_runs, significance, summary_rows, write_report
-from seqbench.report.__main__ import main
+from seqbench.scoring.evaluation import Evaluator
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +85,7 @@ def test_cli_default_output_and_errors(multirun, tmp_path, capsys):
 
 
 def test_runs_that_did_not_complete_are_listed_not_scored(tmp_path):
-    from seqbench.results import write_status
+    from seqbench.rundir.results import write_status
 
     runs = make_multirun(tmp_path / "sweep", labels=("transformer",), seeds=(1, 2), n_sentences=30)
     write_status(runs / "9", "failed", ValueError("model.d_model=7: must be even"), label="transformer", seed=3,
@@ -164,7 +164,7 @@ def test_learning_curve_survives_the_final_validation_of_the_best_checkpoint():
     loads the best checkpoint (that would cut the curve back to the best step)."""
     from types import SimpleNamespace
 
-    from seqbench.callbacks import LearningCurve
+    from seqbench.training.callbacks import LearningCurve
 
     curve = LearningCurve()
     curve.points = [{"step": 10}, {"step": 20}, {"step": 30}]
@@ -181,6 +181,7 @@ def test_structured_corpus_gets_clause_dependency_and_targeted_sections(tmp_path
     by distance to the report (tables and plots), and runs that decoded greedily too add greedy BLEU (a column and
     by length); runs with neither get only BLEU by length (test_report_files)."""
     from report_fixtures import make_structured_multirun
+
     from seqbench.report import BREAKDOWNS, markdown_by_bucket, present_breakdowns
 
     groups = group_by_label(load_runs([make_structured_multirun(tmp_path / "runs")]))

@@ -17,7 +17,6 @@ from pathlib import Path
 import lightning as L
 import pytest
 import torch
-
 from test_train_cli import ROOT, TINY, TINY_MODELS
 
 TESTS = Path(__file__).resolve().parent

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from seqbench.data.tokenizer import BOS_ID, PAD_ID
+from seqbench.common.tokens import BOS_ID, PAD_ID
 from seqbench.models.rnn import Attention, RNNSeq2Seq
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
@@ -150,9 +150,9 @@ def test_flops_per_token_grows_with_source_length():
 def test_preset_composes_and_instantiates(preset):
     from hydra import compose, initialize_config_dir
 
-    from seqbench.config_check import validate
-    from seqbench.hydra_resolvers import register_resolvers
-    from seqbench.run import build_model
+    from seqbench.config.composed import validate
+    from seqbench.config.resolvers import register_resolvers
+    from seqbench.training.run import build_model
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):

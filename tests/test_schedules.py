@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from seqbench.schedules import constant, cosine, inverse_sqrt
+from seqbench.training.schedules import constant, cosine, inverse_sqrt
 
 
 def _lrs(factory, steps, **kwargs):

@@ -1,4 +1,4 @@
-"""`python -m seqbench.score` reproduces a trained run's own scores from the files the run left behind."""
+"""`python -m seqbench.commands.score` reproduces a trained run's own scores from the files the run left behind."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,7 @@ def test_score_reproduces_the_runs_own_scores(tmp_path):
     buckets = ",".join(str(edge) for edge in results["config"]["measure"]["length_buckets"])
     for split in ("valid", "test"):
         scored = subprocess.run(
-            [sys.executable, "-m", "seqbench.score", "--hyp", str(run / f"hypotheses.{split}.txt"),
+            [sys.executable, "-m", "seqbench.commands.score", "--hyp", str(run / f"hypotheses.{split}.txt"),
              "--ref", str(run / f"references.{split}.txt"), "--src", str(run / f"sources.{split}.txt"),
              "--buckets", buckets, "--json"], capture_output=True, text=True, timeout=120)
         assert scored.returncode == 0, scored.stderr

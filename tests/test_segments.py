@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import random
 
+from seqbench.common.text import bucket_index, word_count
 from seqbench.data.segments import join, length_stratified_segments
-from seqbench.metrics import bucket_index, word_count
 
 EDGES = (10, 20, 30)
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from seqbench.errors import ConfigError
-from seqbench.sizing import TOLERANCE, count_parameters, fit_to_budget
+from seqbench.common.errors import ConfigError
+from seqbench.models.sizing import TOLERANCE, count_parameters, fit_to_budget
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
@@ -16,7 +16,7 @@ CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 def _model_cfg(preset: str) -> dict:
     from hydra import compose, initialize_config_dir
 
-    from seqbench.hydra_resolvers import register_resolvers
+    from seqbench.config.resolvers import register_resolvers
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -44,7 +44,7 @@ def test_every_family_fits_the_budget(preset, budget, vocab):
 
 def test_count_matches_a_real_model():
     cfg = _model_cfg("rnnsearch_small")
-    from seqbench.run import instantiate_model
+    from seqbench.training.run import instantiate_model
 
     torch.manual_seed(0)
     assert count_parameters(cfg, 300, 280) == instantiate_model(cfg, 300, 280).num_parameters()

@@ -17,8 +17,9 @@ pytest.importorskip("optuna")
 from hydra import compose, initialize_config_dir  # noqa: E402
 from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: E402
 
-from seqbench.config_check import check_group_choices, validate  # noqa: E402
-from seqbench.hydra_resolvers import register_resolvers  # noqa: E402
+from seqbench.config.arguments import check_group_choices
+from seqbench.config.composed import validate
+from seqbench.config.resolvers import register_resolvers  # noqa: E402
 from seqbench.sweep import runner, spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,8 +4,15 @@ from __future__ import annotations
 import pytest
 import sacrebleu
 
-from seqbench.data.synthetic import (LENGTH_BUCKETS, GrammarConfig, Lexicon, SentenceGenerator, bucket_of,
-                                     dictionary_translate, generate_splits)
+from seqbench.data.synthetic import (
+    LENGTH_BUCKETS,
+    GrammarConfig,
+    Lexicon,
+    SentenceGenerator,
+    bucket_of,
+    dictionary_translate,
+    generate_splits,
+)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +88,7 @@ def test_long_distance_agreement_and_reordering():
 
 
 def test_unreachable_length_bucket_is_a_config_error():
-    from seqbench.errors import ConfigError
+    from seqbench.common.errors import ConfigError
 
     with pytest.raises(ConfigError, match="61-10000"):
         generate_splits(GrammarConfig(clause_count_weights=(1.0,), train_size=10, valid_per_bucket=1,

@@ -1,4 +1,5 @@
-from seqbench.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, TokenizerPair
+from seqbench.common.tokens import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from seqbench.data.tokenizer import TokenizerPair
 
 TEXTS = ["the cat sat on the mat.", "Ein Hund bellt laut!", "naïve café — 42 ½", "  double  spaces kept? no"]
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import build_tiny_model, random_batch
 
-from seqbench.errors import ConfigError
+from seqbench.common.errors import ConfigError
 from seqbench.models.transformer import Rotary, Transformer
 
 

@@ -17,7 +17,9 @@ import pytest
 import torch
 from test_train_cli import ROOT, TINY, TINY_MODELS, train
 
-from seqbench.inference import MODEL_FILE, load_run, read_checkpoint
+from seqbench.rundir.checkpoints import read_checkpoint
+from seqbench.rundir.layout import MODEL_FILE
+from seqbench.rundir.loading import load_run
 
 RUN_OVERRIDES = [
     *(o for o in TINY if not o.startswith("trainer.max_steps")), *TINY_MODELS["transformer"],
@@ -47,12 +49,12 @@ def _env(tmp_path: Path) -> dict:
 
 
 def _translate(*args: str, env: dict, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "seqbench.translate", *args], env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "seqbench.commands.translate", *args], env=env, capture_output=True,
                           text=True, timeout=300, **kwargs)
 
 
 def test_run_directory_holds_tokenizers_config_and_model_spec(run_dir):
-    from seqbench.module import Seq2SeqModule
+    from seqbench.training.module import Seq2SeqModule
 
     spec = json.loads((run_dir / MODEL_FILE).read_text())
     results = json.loads((run_dir / "results.json").read_text())
@@ -79,7 +81,7 @@ def test_moved_run_translates_stdin_line_by_line_without_cache(run_dir, tmp_path
     shutil.copytree(run_dir, moved)
     sources = (run_dir / "sources.test.txt").read_text().splitlines()
     expected = (run_dir / "hypotheses.test.txt").read_text().splitlines()
-    proc = subprocess.Popen([sys.executable, "-m", "seqbench.translate", str(moved)], env=_env(tmp_path),
+    proc = subprocess.Popen([sys.executable, "-m", "seqbench.commands.translate", str(moved)], env=_env(tmp_path),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # interactive: the first translation arrives while stdin is still open
@@ -98,7 +100,7 @@ def test_moved_run_translates_stdin_line_by_line_without_cache(run_dir, tmp_path
 
 
 def test_translate_file_in_batches_with_attention_maps(run_dir, tmp_path):
-    from seqbench.translate import main
+    from seqbench.commands.translate import main
 
     out = tmp_path / "hyp.txt"
     main([str(run_dir), "--input", str(run_dir / "sources.test.txt"), "--output", str(out), "--max-tokens", "64",
@@ -114,7 +116,7 @@ def test_translate_file_in_batches_with_attention_maps(run_dir, tmp_path):
 
 
 def test_averaging_identical_checkpoints_is_the_identity(run_dir, tmp_path):
-    from seqbench.average import main
+    from seqbench.commands.average import main
 
     best = load_run(run_dir).weights
     copies = [shutil.copyfile(best, tmp_path / name) for name in ("a.ckpt", "b.ckpt")]
@@ -125,7 +127,7 @@ def test_averaging_identical_checkpoints_is_the_identity(run_dir, tmp_path):
 
 
 def test_average_of_a_run_directory_takes_its_last_recent_checkpoints(run_dir, tmp_path):
-    from seqbench.average import main
+    from seqbench.commands.average import main
 
     main([str(run_dir), "--last", "2", "--output", str(tmp_path / "avg.ckpt")])
     recent = [read_checkpoint(p) for p in sorted((run_dir / "checkpoints").glob("recent-step*.ckpt"))]
@@ -141,8 +143,8 @@ def test_average_of_a_run_directory_takes_its_last_recent_checkpoints(run_dir, t
 def test_export_round_trips_through_translate(run_dir, tmp_path):
     from safetensors.torch import load_file
 
-    from seqbench.export import main as export
-    from seqbench.translate import main as translate
+    from seqbench.commands.export import main as export
+    from seqbench.commands.translate import main as translate
 
     out = tmp_path / "exported"
     export([str(run_dir), str(out)])
@@ -196,8 +198,8 @@ def test_train_false_with_a_foreign_checkpoint_is_one_line_error(run_dir, tmp_pa
 def test_checkpoint_without_spec_reports_the_shape_that_differs():
     from conftest import build_tiny_model
 
-    from seqbench.errors import InputError
-    from seqbench.inference import check_fits
+    from seqbench.common.errors import InputError
+    from seqbench.rundir.checkpoints import check_fits
 
     model = build_tiny_model("transformer")
     weights = build_tiny_model("transformer", tgt_vocab=50).state_dict()
@@ -206,9 +208,9 @@ def test_checkpoint_without_spec_reports_the_shape_that_differs():
 
 
 def test_not_a_run_is_one_line_error(tmp_path, capsys):
-    from seqbench.average import main as average
-    from seqbench.cli import run_tool
-    from seqbench.translate import main as translate
+    from seqbench.commands.average import main as average
+    from seqbench.commands.cli import run_tool
+    from seqbench.commands.translate import main as translate
 
     assert run_tool(translate, [str(tmp_path)]) == 2
     assert run_tool(average, [str(tmp_path), "--output", str(tmp_path / "avg.ckpt")]) == 2
@@ -219,13 +221,13 @@ def test_not_a_run_is_one_line_error(tmp_path, capsys):
 def test_recent_checkpoints_are_off_by_default():
     from hydra import compose, initialize_config_dir
 
-    from seqbench.hydra_resolvers import register_resolvers
+    from seqbench.config.resolvers import register_resolvers
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("train")
         assert cfg.callbacks.recent_checkpoints.save_top_k == 0 and "ema" not in cfg.callbacks
-        assert compose("train", ["callbacks=ema"]).callbacks.ema._target_ == "seqbench.callbacks.EMAWeights"
+        assert compose("train", ["callbacks=ema"]).callbacks.ema._target_ == "seqbench.training.callbacks.EMAWeights"
 
 
 def test_ema_callback_evaluates_the_average_in_validate_and_test(tmp_path):
@@ -235,7 +237,7 @@ def test_ema_callback_evaluates_the_average_in_validate_and_test(tmp_path):
     from lightning.pytorch.callbacks import ModelCheckpoint
     from torch.utils.data import DataLoader, TensorDataset
 
-    from seqbench.callbacks import EMAWeights
+    from seqbench.training.callbacks import EMAWeights
 
     class Tiny(L.LightningModule):
         def __init__(self):

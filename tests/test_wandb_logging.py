@@ -1,4 +1,4 @@
-"""W&B logging (seqbench.wandb_logging): one run per job with the resolved config and the tables, W&B's own mode and
+"""W&B logging (seqbench.loggers.wandb_logger): one run per job with the resolved config and the tables, W&B's own mode and
 credential rules, a bounded wait for an unreachable server, failed jobs marked failed, readable run names.
 
 Nothing here contacts a network: runs are offline, and the unreachable server is a closed port on 127.0.0.1.
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from test_train_cli import ROOT, TINY, TINY_MODELS
 from wandb_files import read_run
+
 
 # Environment of a machine that never logged in to W&B: no WANDB_* variables, an empty home (no netrc, no settings).
 def _clean_env(home: Path, **extra: str) -> dict:
@@ -82,7 +82,7 @@ def test_unreachable_server_goes_offline_with_one_warning(tmp_path):
     on offline with a one-line warning instead of waiting W&B's default 90 s and dying with a traceback."""
     env = _clean_env(tmp_path / "home", WANDB_API_KEY="0" * 40, WANDB_BASE_URL="http://127.0.0.1:9")
     proc = _python(f"""
-        from seqbench.wandb_logging import WandbLogger, finish_run
+        from seqbench.loggers.wandb_logger import WandbLogger, finish_run
         logger = WandbLogger(project="seqbench", save_dir={str(tmp_path)!r})  # the default init_timeout
         logger.log_metrics({{"x": 1.0}}, step=0)
         print("mode", logger.experiment.settings.mode)
@@ -97,20 +97,20 @@ def test_unreachable_server_goes_offline_with_one_warning(tmp_path):
 
 
 def test_a_failed_job_finishes_its_run_as_failed(tmp_path):
-    """seqbench.run.run ends the job's W&B run even when the job raises, with a non-zero exit code (W&B: failed),
+    """seqbench.training.run.run ends the job's W&B run even when the job raises, with a non-zero exit code (W&B: failed),
     so the next job of a multirun starts a run of its own."""
     proc = _python(f"""
         import wandb
-        import seqbench.run
-        from seqbench.wandb_logging import WandbLogger
+        import seqbench.training.run
+        from seqbench.loggers.wandb_logger import WandbLogger
 
         def failing_job(cfg):
             WandbLogger(project="seqbench", save_dir={str(tmp_path)!r}).log_metrics({{"x": 1.0}}, step=0)
             raise RuntimeError("the job failed")
 
-        seqbench.run._recorded_run = failing_job  # what run() wraps: validation, status record, training
+        seqbench.training.run._recorded_run = failing_job  # what run() wraps: validation, status record, training
         try:
-            seqbench.run.run(None)
+            seqbench.training.run.run(None)
         except RuntimeError:
             print("raised; open run:", wandb.run)
     """, _clean_env(tmp_path / "home", WANDB_MODE="offline"), tmp_path)
@@ -137,7 +137,7 @@ def wandb_env(tmp_path, monkeypatch):
 def _mode(config_mode=None) -> str:
     import wandb
 
-    from seqbench.wandb_logging import init_mode
+    from seqbench.loggers.wandb_logger import init_mode
 
     wandb.teardown()
     return init_mode(config_mode)
@@ -151,8 +151,9 @@ def test_every_wandb_mode_value_is_respected(wandb_env, value):
 
 
 def test_mode_follows_the_credentials_wandb_would_find(wandb_env, tmp_path):
-    import wandb
     from urllib.parse import urlsplit
+
+    import wandb
 
     assert _mode() == "offline"  # never logged in: offline, no prompt, no wait
     wandb_env.setenv("WANDB_API_KEY", "0" * 40)
@@ -184,9 +185,8 @@ def test_wandb_offline_command_is_respected(wandb_env, tmp_path):
 
 
 def test_bad_modes_are_one_line_errors(wandb_env):
-    from seqbench.config_check import ConfigError
-    from seqbench.errors import InputError
-    from seqbench.wandb_logging import WandbLogger
+    from seqbench.common.errors import ConfigError, InputError
+    from seqbench.loggers.wandb_logger import WandbLogger
 
     wandb_env.setenv("WANDB_MODE", "onlin")
     with pytest.raises(InputError, match=r"WANDB_MODE='onlin': allowed values are online, offline"):
@@ -205,7 +205,7 @@ def test_bad_modes_are_one_line_errors(wandb_env):
 def test_run_names_show_label_shape_and_seed(overrides, name):
     from hydra import compose, initialize_config_dir
 
-    from seqbench.hydra_resolvers import register_resolvers
+    from seqbench.config.resolvers import register_resolvers
 
     register_resolvers()
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbench.errors import positive_int
+from seqbench.common.errors import positive_int
 from seqbench.models.interface import Seq2Seq
 
 

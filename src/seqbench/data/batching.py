@@ -7,7 +7,7 @@ from typing import Iterator, Sequence
 import torch
 from torch.utils.data import Sampler
 
-from seqbench.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from seqbench.common.tokens import BOS_ID, EOS_ID, PAD_ID
 
 
 def token_budget_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], max_tokens: int,
@@ -53,7 +53,7 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         self.epoch = epoch
 
     @property
-    def sampler(self) -> "TokenBudgetBatchSampler":
+    def sampler(self) -> TokenBudgetBatchSampler:
         """Lightning calls `set_epoch` at the start of every epoch only on `dataloader.sampler` and
         `dataloader.batch_sampler.sampler`, never on the batch sampler itself: without this the order was drawn for
         epoch 0 every epoch."""

@@ -56,14 +56,14 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
+from seqbench.common.errors import InputError, is_int
+from seqbench.common.io import atomic_write_text
+from seqbench.common.text import DEFAULT_LENGTH_EDGES, word_count
 from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
 from seqbench.data.segments import join, length_stratified_segments
 from seqbench.data.stats import length_histogram, length_summary
 from seqbench.data.wheel_source import WheelMember
-from seqbench.errors import InputError, is_int
-from seqbench.io import atomic_write_text
-from seqbench.metrics import DEFAULT_LENGTH_EDGES, word_count
 
 log = logging.getLogger(__name__)
 

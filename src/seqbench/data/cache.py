@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from seqbench.io import atomic_write_text
+from seqbench.common.io import atomic_write_text
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

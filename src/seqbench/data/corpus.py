@@ -10,10 +10,11 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
+from seqbench.common.errors import ConfigError
+from seqbench.common.io import atomic_path
+from seqbench.common.structure import STRUCTURE_COLUMNS
 from seqbench.data.cache import cached, remove
-from seqbench.data.synthetic import STRUCTURE_COLUMNS, GrammarConfig, generate_splits
-from seqbench.errors import ConfigError
-from seqbench.io import atomic_path
+from seqbench.data.synthetic import GrammarConfig, generate_splits
 
 SPLITS = ("train", "valid", "test")
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import lightning as L
 from torch.utils.data import DataLoader
 
+from seqbench.common.errors import InputError
+from seqbench.common.text import word_count
 from seqbench.data.batching import TokenBudgetBatchSampler, collate, token_budget_batches
 from seqbench.data.corpus import SPLITS
 from seqbench.data.eval_split import EncodedSplit, EvalSplit
 from seqbench.data.tokenizer import TokenizerPair
-from seqbench.errors import InputError
-from seqbench.metrics import word_count
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class Seq2SeqDataModule(L.LightningDataModule):
         self._train_resume: tuple[int, int] | None = None  # (epoch, batches done) for the next train loader
 
     def resume_training_at(self, epoch: int, batches_done: int) -> None:
-        """The next train_dataloader() continues `epoch` after `batches_done` batches (seqbench.callbacks.
+        """The next train_dataloader() continues `epoch` after `batches_done` batches (seqbench.training.callbacks.
         ResumeState calls this when a run restarts from a checkpoint taken mid-epoch)."""
         self._train_resume = (epoch, batches_done)
 
@@ -69,7 +69,7 @@ class Seq2SeqDataModule(L.LightningDataModule):
             sources, targets = columns.pop("src"), columns.pop("tgt")
             kept = [i for i, (s, t) in enumerate(zip(sources, targets)) if self._keep(split, s, t)]
             pairs = [(sources[i], targets[i]) for i in kept]
-            if split != "train":  # what evaluation may bucket or score by (seqbench.targeted)
+            if split != "train":  # what evaluation may bucket or score by (seqbench.scoring.targeted)
                 self.columns[split] = {name: [column[i] for i in kept] for name, column in columns.items()}
             self.raw_sizes[split] = len(dataset[split])
             self.filter_counts[split] = len(dataset[split]) - len(pairs)

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
+from seqbench.common.errors import InputError
+from seqbench.common.io import read_lines
 from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
-from seqbench.errors import InputError
-from seqbench.io import read_lines
 
 FORMATS = ("tsv", "jsonl", "text")
 

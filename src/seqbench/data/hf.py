@@ -22,9 +22,9 @@ from pathlib import Path
 
 from datasets import DatasetDict, load_dataset, load_from_disk
 
+from seqbench.common.errors import InputError
 from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
-from seqbench.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,8 @@ class HubCorpus:
             src_lang, tgt_lang, tcol = self.src_lang, self.tgt_lang, self.translation_column
             src_col, tgt_col = self.src_column, self.tgt_column
 
-            def to_pairs(batch, kind=kind):
+            def to_pairs(batch, kind=kind, tcol=tcol, src_lang=src_lang, tgt_lang=tgt_lang, src_col=src_col,
+                         tgt_col=tgt_col):
                 if kind == "translation":
                     rows = batch[tcol]
                     return {"src": _normalize(r.get(src_lang) if r else None for r in rows),

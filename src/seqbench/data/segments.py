@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from seqbench.metrics import bucket_index, bucket_label, length_buckets, word_count
+from seqbench.common.text import bucket_index, bucket_label, length_buckets, word_count
 
 Verse = tuple[tuple[int, int, int], str, str]  # ((book, chapter, verse), source text, target text)
 

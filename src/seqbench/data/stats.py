@@ -9,7 +9,7 @@ import math
 import statistics
 from typing import Iterable
 
-from seqbench.metrics import DEFAULT_LENGTH_EDGES, bucket_index, bucket_label, length_buckets, word_count
+from seqbench.common.text import DEFAULT_LENGTH_EDGES, bucket_index, bucket_label, length_buckets, word_count
 
 BUCKET_LABELS = tuple(bucket_label(lo, hi) for lo, hi in length_buckets(DEFAULT_LENGTH_EDGES))
 

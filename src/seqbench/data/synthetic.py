@@ -19,7 +19,7 @@ distance grows with the sentence: a later clause's "it"/"they" refers to the fir
 pronoun and verb mark that noun's (target-only) gender; subjects with object relatives nested 2-3 deep, so each verb
 follows every deeper clause; and a final "because"/"although" clause that the target puts at the other end.
 Every pair records its clause count, longest dependency and agreement/reference dependencies (`SentenceGenerator.pair`),
-which `seqbench.targeted` scores by.
+which `seqbench.scoring.targeted` scores by.
 
 The lexicon is small in roots (about 140) but large in word types (compounds, plurals, tenses: about 3,500 source
 types in the default training set), so a subword model can learn it in minutes on a CPU while a word-level
@@ -33,8 +33,9 @@ import json
 import random
 from dataclasses import asdict, dataclass, field
 
-from seqbench.errors import ConfigError
-from seqbench.metrics import DEFAULT_LENGTH_EDGES, bucket_index, length_buckets, word_count
+from seqbench.common.errors import ConfigError
+from seqbench.common.structure import ADJ_AGREEMENT, VERB_AGREEMENT
+from seqbench.common.text import DEFAULT_LENGTH_EDGES, bucket_index, length_buckets, word_count
 
 # The valid/test strata: the BLEU-by-length buckets, the last one capped (a cap keeps the config hashable as ints)
 LENGTH_BUCKETS = tuple((lo, hi or 10_000) for lo, hi in length_buckets(DEFAULT_LENGTH_EDGES))
@@ -46,10 +47,6 @@ _TGT_ONSETS = "h j w x z q y ts kh ny sh zh".split()
 _TGT_VOWELS = "a o u ei ao y ii".split()
 _TGT_CODAS = ["", "", "", "ng", "x", "q"]
 
-# Agreement suffixes indexed by (gender, plural). Adjectives and verbs use different sets.
-_ADJ_AGREEMENT = {(0, False): "a", (1, False): "o", (2, False): "u", (0, True): "an", (1, True): "on", (2, True): "un"}
-_VERB_AGREEMENT = {(0, False): "ek", (1, False): "ot", (2, False): "ul",
-                   (0, True): "ekta", (1, True): "otta", (2, True): "ulla"}
 _PLURAL_SUFFIX = "ri"
 _PAST_MARKER = "ta"
 _INTENSIFIER_PREFIX = "zo"
@@ -124,7 +121,7 @@ class Lexicon:
     prepositions: list[tuple[tuple[str, ...], str]]
 
     @classmethod
-    def build(cls, cfg: GrammarConfig) -> "Lexicon":
+    def build(cls, cfg: GrammarConfig) -> Lexicon:
         rng = random.Random(cfg.seed)
         reserved = set(_DETERMINERS) | set(_SINGLE_PREPOSITIONS) | {w for p in _MULTIWORD_PREPOSITIONS for w in p}
         reserved |= set(_FUNCTION_TRANSLATIONS) | {"very"}
@@ -169,8 +166,6 @@ def _pseudo_words(rng, n, onsets, vowels, codas, reserved, syllables=(1, 2)) -> 
     return out
 
 
-# The markers a targeted evaluation looks for, by dependency kind (see seqbench.targeted).
-MARKERS = {"agreement": frozenset(_VERB_AGREEMENT.values()), "reference": frozenset(_ADJ_AGREEMENT.values())}
 # Source words of the long-range options, and their target words. No generated lexicon word can equal one of them:
 # source words start with an onset from _SRC_ONSETS, target words with one from _TGT_ONSETS (none is p, k or m).
 _PRONOUN_STEM = "ph"  # target pronoun: "ph" + the adjective agreement suffix of its antecedent ("pha", "phon", ...)
@@ -194,9 +189,9 @@ class _Dependency:
     dependent: int  # source position of the verb / pronoun
     tgt_index: int  # target position of the marked word
     stem: str  # the marked target word without its marker
-    marker: str  # the expected suffix (_VERB_AGREEMENT or _ADJ_AGREEMENT value)
+    marker: str  # the expected suffix (VERB_AGREEMENT or ADJ_AGREEMENT value)
 
-    def shifted(self, src_offset: int, tgt_offset: int) -> "_Dependency":
+    def shifted(self, src_offset: int, tgt_offset: int) -> _Dependency:
         controller = self.controller + src_offset if isinstance(self.controller, int) else self.controller
         return _Dependency(self.kind, controller, self.dependent + src_offset, self.tgt_index + tgt_offset,
                            self.stem, self.marker)
@@ -294,7 +289,7 @@ class SentenceGenerator:
         """Source: present agrees in number only (-s for singular), the past (-ed) not at all.
         Target: lemma [+ past marker] + suffix agreeing in gender and number with the subject."""
         verb_src, verb_tgt = self.rng.choice(self.lex.transitive if transitive else self.lex.intransitive)
-        agreement = _VERB_AGREEMENT[(subject.gender, subject.plural)]
+        agreement = VERB_AGREEMENT[(subject.gender, subject.plural)]
         if self.rng.random() < self.cfg.p_past:
             verb_src, verb_tgt = verb_src + "ed", verb_tgt + _PAST_MARKER
         elif not subject.plural:
@@ -329,7 +324,7 @@ class SentenceGenerator:
         det_tgt, forced_plural = _DETERMINERS[det]
         plural = rng.random() < 0.4 if forced_plural is None else forced_plural
         noun = self.noun()
-        agreement = _ADJ_AGREEMENT[(noun.gender, plural)]
+        agreement = ADJ_AGREEMENT[(noun.gender, plural)]
         src, adj_tgt = [det], []
         while rng.random() < cfg.p_adjective and len(adj_tgt) < 3:
             adj_src, adj_lemma = rng.choice(self.lex.adjectives)
@@ -378,7 +373,7 @@ class SentenceGenerator:
     def pronoun(self, antecedent: _Phrase) -> _Phrase:
         """"it"/"they" (number only) -> "ph" + the antecedent's gender and number: only the antecedent's target
         gender decides the marker, and the antecedent is the first clause's subject, however far back."""
-        marker = _ADJ_AGREEMENT[(antecedent.gender, antecedent.plural)]
+        marker = ADJ_AGREEMENT[(antecedent.gender, antecedent.plural)]
         return _Phrase(["they" if antecedent.plural else "it"], [_PRONOUN_STEM + marker], antecedent.gender,
                        antecedent.plural, _TOPIC, [_Dependency("reference", _TOPIC, 0, 0, _PRONOUN_STEM, marker)])
 
@@ -386,10 +381,6 @@ class SentenceGenerator:
         prep_src, postposition = self.rng.choice(self.lex.prepositions)
         obj = self.noun_phrase(depth)
         return _assemble([*prep_src, obj], [obj, postposition])
-
-
-# The per-pair columns recorded beside src/tgt (SentenceGenerator.pair), which seqbench.targeted scores by.
-STRUCTURE_COLUMNS = ("clauses", "max_dependency", "dependencies")
 
 
 def _finish(sentence: _Phrase, topic: _Phrase) -> dict:
@@ -436,7 +427,7 @@ def generate_splits(cfg: GrammarConfig) -> dict[str, list[dict]]:
         gen = SentenceGenerator(cfg, lexicon, random.Random(cfg.seed * 1000 + offset))
         counts = [0] * len(cfg.length_buckets)
         rows = []
-        for attempt in range(_MAX_ATTEMPTS_PER_SENTENCE * per_bucket * len(counts)):
+        for _ in range(_MAX_ATTEMPTS_PER_SENTENCE * per_bucket * len(counts)):
             if min(counts) >= per_bucket:
                 break
             row = gen.pair()
@@ -470,11 +461,11 @@ def dictionary_translate(src: str, lexicon: Lexicon) -> str:
     cannot see agreement partners, which is exactly what the task is built to require.
     """
     roots = {n.src: n for n in lexicon.nouns}
-    table = {a: t + _ADJ_AGREEMENT[(0, False)] for a, t in lexicon.adjectives}
+    table = {a: t + ADJ_AGREEMENT[(0, False)] for a, t in lexicon.adjectives}
     for v, t in lexicon.transitive + lexicon.intransitive:
-        table[v + "s"] = t + _VERB_AGREEMENT[(0, False)]
-        table[v] = t + _VERB_AGREEMENT[(0, True)]
-        table[v + "ed"] = t + _PAST_MARKER + _VERB_AGREEMENT[(0, False)]
+        table[v + "s"] = t + VERB_AGREEMENT[(0, False)]
+        table[v] = t + VERB_AGREEMENT[(0, True)]
+        table[v + "ed"] = t + _PAST_MARKER + VERB_AGREEMENT[(0, False)]
     table |= {p[0]: t for p, t in lexicon.prepositions if len(p) == 1}
     table |= {d: t for d, (t, _) in _DETERMINERS.items()}
     table |= _FUNCTION_TRANSLATIONS

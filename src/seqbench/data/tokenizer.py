@@ -10,12 +10,9 @@ from typing import Iterable
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from seqbench.common.io import atomic_path
+from seqbench.common.tokens import SPECIAL_TOKENS, UNK
 from seqbench.data.cache import cached
-from seqbench.io import atomic_path
-
-PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
-SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]  # ids 0..3 in that order, in every vocabulary
-PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> Tokenizer:
@@ -38,7 +35,7 @@ class TokenizerPair:
 
     @classmethod
     def load_or_train(cls, directory: Path, train_src: list[str], train_tgt: list[str], vocab_size: int,
-                      shared: bool) -> "TokenizerPair":
+                      shared: bool) -> TokenizerPair:
         directory = Path(directory) / f"bpe-{'shared' if shared else 'separate'}-{vocab_size}"
         texts = [train_src + train_tgt] if shared else [train_src, train_tgt]
         toks = []
@@ -58,13 +55,13 @@ class TokenizerPair:
 
     def save(self, directory: str | Path) -> None:
         """The tokenizer JSON files (shared.json, or src.json and tgt.json): all `load` needs, offline."""
-        from seqbench.io import atomic_write_text
+        from seqbench.common.io import atomic_write_text
 
         for tok, path in zip([self.src, self.tgt], self._files(Path(directory), self.shared)):
             atomic_write_text(path, tok.to_str())
 
     @classmethod
-    def load(cls, directory: str | Path) -> "TokenizerPair":
+    def load(cls, directory: str | Path) -> TokenizerPair:
         directory = Path(directory)
         shared = (directory / "shared.json").is_file()
         toks = [Tokenizer.from_file(str(p)) for p in cls._files(directory, shared)]

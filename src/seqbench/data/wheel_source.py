@@ -20,8 +20,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqbench.errors import InputError
-from seqbench.io import atomic_path
+from seqbench.common.errors import InputError
+from seqbench.common.io import atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +92,7 @@ def sha256_of(path: Path) -> str:
 
 
 def _progress():
-    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TransferSpeedColumn)
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TransferSpeedColumn
 
     return Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                     TimeElapsedColumn(), transient=False)

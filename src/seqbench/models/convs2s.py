@@ -23,8 +23,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm
 
-from seqbench.data.tokenizer import PAD_ID
-from seqbench.errors import is_int, positive_int, require
+from seqbench.common.errors import is_int, positive_int, require
+from seqbench.common.tokens import PAD_ID
 from seqbench.models.interface import Seq2Seq, copy_config, depth_tag, scaled
 
 SQRT_HALF = math.sqrt(0.5)

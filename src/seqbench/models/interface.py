@@ -41,7 +41,7 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from seqbench.errors import ConfigError, probability
+from seqbench.common.errors import ConfigError, probability
 
 
 def index_batch(tree: Any, indices: torch.Tensor) -> Any:
@@ -133,7 +133,7 @@ class Seq2Seq(nn.Module):
     @classmethod
     def position_limit(cls, cfg: Mapping) -> int | None:
         """The most tokens a sentence may have on either side (a position table's rows), None when any length
-        goes; checked against the data before training (seqbench.preflight)."""
+        goes; checked against the data before training (seqbench.config.environment)."""
         return cfg.get("max_positions")
 
     @classmethod
@@ -160,6 +160,15 @@ def copy_config(cfg: Mapping) -> dict:
     from omegaconf import DictConfig, OmegaConf
 
     return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else copy.deepcopy(dict(cfg))
+
+
+def build_model(model_cfg: Mapping, src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
+    """The model a (resolved) model config describes, for these vocabulary sizes (its `name` key is a label, not an
+    argument)."""
+    from hydra.utils import instantiate
+
+    kwargs = {k: v for k, v in copy_config(model_cfg).items() if k != "name"}
+    return instantiate(kwargs, src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size)
 
 
 def family_of(cfg: Mapping) -> type[Seq2Seq]:

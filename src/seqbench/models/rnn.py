@@ -1,4 +1,5 @@
-"""RNN encoder-decoders: the fixed-context model of Cho et al. (2014) and the attention of Bahdanau et al. / Luong et al.
+"""RNN encoder-decoders: the fixed-context model of Cho et al. (2014) and the attention of Bahdanau et al. and Luong
+et al.
 
 One class, `RNNSeq2Seq`, with a GRU or LSTM (`cell`) and one of five `attention` settings:
 
@@ -32,7 +33,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqbench.errors import choice, positive_int
+from seqbench.common.errors import choice, positive_int
+from seqbench.common.tokens import PAD_ID
 from seqbench.models.interface import Seq2Seq, depth_tag
 
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
@@ -90,8 +92,8 @@ class RNNSeq2Seq(Seq2Seq):
         self.embed_dim, self.hidden_size, self.memory_dim = E, H, M
         rnn = CELLS[cell]
 
-        self.src_embed = nn.Embedding(src_vocab_size, E, padding_idx=0)
-        self.tgt_embed = nn.Embedding(tgt_vocab_size, E, padding_idx=0)
+        self.src_embed = nn.Embedding(src_vocab_size, E, padding_idx=PAD_ID)
+        self.tgt_embed = nn.Embedding(tgt_vocab_size, E, padding_idx=PAD_ID)
         self.dropout = nn.Dropout(dropout)
         self.encoder = rnn(E, H, encoder_layers, batch_first=True, bidirectional=bidirectional,
                            dropout=dropout if encoder_layers > 1 else 0.0)
@@ -110,8 +112,8 @@ class RNNSeq2Seq(Seq2Seq):
         for p in self.parameters():  # uniform(-0.1, 0.1) as in Sutskever et al. 2014 and Luong et al. 2015
             nn.init.uniform_(p, -0.1, 0.1)
         with torch.no_grad():
-            self.src_embed.weight[0].zero_()
-            self.tgt_embed.weight[0].zero_()
+            self.src_embed.weight[PAD_ID].zero_()
+            self.tgt_embed.weight[PAD_ID].zero_()
         if tie:
             self.output.weight = self.tgt_embed.weight
 
@@ -127,13 +129,13 @@ class RNNSeq2Seq(Seq2Seq):
         layers = self.decoder.num_layers
         for i, (key, f) in enumerate(zip(("hidden", "cell"), final if self.cell == "lstm" else (final,))):
             # [Le*dirs,B,H] -> [B,Le,dirs*H]: each layer's final states, both directions side by side
-            f = f.view(self.encoder.num_layers, -1, batch, self.hidden_size).permute(2, 0, 1, 3).reshape(batch,
-                                                                                                       -1, self.memory_dim)
+            f = f.view(self.encoder.num_layers, -1, batch, self.hidden_size).permute(2, 0, 1, 3)
+            f = f.reshape(batch, -1, self.memory_dim)
             if key == "hidden" and self.attention is None:
                 enc["summary"] = f[:, -1]  # c [B,M]: the fixed context of RNNencdec
             if f.size(1) != layers:
                 f = f[:, -1:].expand(-1, layers, -1)
-            enc[key] = torch.stack([torch.tanh(self.bridge[i * layers + l](f[:, l])) for l in range(layers)], 1)
+            enc[key] = torch.stack([torch.tanh(self.bridge[i * layers + k](f[:, k])) for k in range(layers)], 1)
         if self.attention is not None:
             enc["keys"] = self.attention.keys(memory)  # [B,S,H], once per sentence
         return enc

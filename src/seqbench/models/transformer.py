@@ -19,7 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbench.errors import positive_int, require
+from seqbench.common.errors import positive_int, require
+from seqbench.common.tokens import PAD_ID
 from seqbench.models.interface import Seq2Seq, depth_tag
 
 
@@ -40,10 +41,10 @@ class Embedding(nn.Module):
 
     def __init__(self, vocab_size: int, d_model: int, max_positions: int, positions: str, dropout: float):
         super().__init__()
-        self.tokens = nn.Embedding(vocab_size, d_model, padding_idx=0)
+        self.tokens = nn.Embedding(vocab_size, d_model, padding_idx=PAD_ID)
         nn.init.normal_(self.tokens.weight, std=d_model ** -0.5)
         with torch.no_grad():
-            self.tokens.weight[0].zero_()
+            self.tokens.weight[PAD_ID].zero_()
         self.scale = math.sqrt(d_model)
         if positions == "learned":
             self.positions = nn.Parameter(torch.randn(max_positions, d_model) * d_model ** -0.5)

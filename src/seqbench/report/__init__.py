@@ -1,4 +1,4 @@
-"""Comparison reports over finished runs: `python -m seqbench.report RUN_DIR... [--out DIR]`.
+"""Comparison reports over finished runs: `seqbench report RUN_DIR... [--out DIR]`.
 
 Run directories (or multirun directories: results.json files are found recursively) are grouped by their label
 (`compare.label`; runs sharing one are seeds of one model). The report is a markdown table of means ± seed std with
@@ -6,43 +6,30 @@ paired bootstrap p-values, BLEU by source length, and PNG plots; notebooks/compa
 same functions. Everything is read from the run directories: results.json (learning curves included; runs recorded
 before it had them fall back to csv/metrics.csv), {hypotheses,references,sources}.test.txt and attention.pt. Other
 toolkits' outputs join as extra rows (`--external NAME=HYP_FILE`), scored against the first run's references and
-sources (seqbench.report.load.external_run).
+sources (seqbench.analysis.runs.external_run).
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from seqbench.errors import InputError
-from seqbench.report.compute import (DEFAULT_TARGETS, compute_to_target, has_compute_curves,
-                                     markdown_compute_to_target)
-from seqbench.report.load import Run, external_run, find_results, group_by_label, load_runs
-from seqbench.report.plots import (plot_attention, plot_bleu_vs_flops, plot_by_bucket, plot_learning_curves,
-                                   plot_throughput)
-from seqbench.report.table import (BREAKDOWNS, BY_LENGTH, Breakdown, markdown_by_bucket, markdown_pairwise,
-                                   markdown_table, present_breakdowns, significance, summary_rows)
-
-__all__ = ["BREAKDOWNS", "BY_LENGTH", "Breakdown", "DEFAULT_TARGETS", "Run", "compute_to_target", "external_run",
-           "find_results", "group_by_label", "has_compute_curves", "load_runs", "markdown_by_bucket",
-           "markdown_compute_to_target", "markdown_pairwise", "markdown_table", "plot_attention", "plot_bleu_vs_flops",
-           "plot_by_bucket", "plot_learning_curves", "plot_throughput", "present_breakdowns", "significance",
-           "summary_rows", "attention_figures", "write_report"]
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
-
-
-def attention_figures(groups: dict[str, list[Run]]):
-    """(file stem, figure) for every saved attention example of the first seed of each model with attention."""
-    for label, runs in groups.items():
-        saved = next((r.attention() for r in runs if r.attention() is not None), None)
-        if saved is None:
-            continue
-        for k, example in enumerate(saved["examples"]):
-            fig = plot_attention(example, f"{label}: test sentence {example['index']}")
-            if fig is not None:
-                yield f"attention_{_slug(label)}_{k}", fig
+from seqbench.analysis.compute import DEFAULT_TARGETS, compute_to_target, has_compute_curves
+from seqbench.analysis.plots import (
+    attention_figures,
+    plot_bleu_vs_flops,
+    plot_by_bucket,
+    plot_learning_curves,
+    plot_throughput,
+)
+from seqbench.analysis.runs import external_run, group_by_label
+from seqbench.analysis.summary import present_breakdowns, significance, summary_rows
+from seqbench.common.errors import InputError
+from seqbench.report.markdown import (
+    markdown_by_bucket,
+    markdown_compute_to_target,
+    markdown_pairwise,
+    markdown_table,
+)
+from seqbench.rundir.reader import load_runs
 
 
 def write_report(paths: list[str | Path], out: str | Path, split: str = "test", n_samples: int = 1000,
@@ -83,7 +70,7 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         f"the best model, run on each seed-matched pair of runs; the largest p over the pairs is shown. "
         "Throughput: training target tokens/s and steps/s in the steady state; decoding sentences/s over a fixed "
         "test subset, greedy and with the configured beam (k); MFU: achieved training FLOP/s (3x the model's "
-        "analytic forward FLOPs) over the machine's cached matrix-product peak (seqbench.machine_peaks).", "",
+        "analytic forward FLOPs) over the machine's cached matrix-product peak (seqbench.measure.peaks).", "",
         "## Significance between every two models", "",
         "Largest paired-bootstrap p-value over seed-matched pairs (n/a: no common test set or no hypotheses).", "",
         markdown_pairwise([r["label"] for r in rows], tests), "",

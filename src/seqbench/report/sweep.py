@@ -13,9 +13,13 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from seqbench.report.load import Run
-from seqbench.report.plots import MARKERS, _colours
-from seqbench.report.table import _cell, _markdown, spread
+from seqbench.analysis.plots import MARKERS, label_colours
+from seqbench.analysis.summary import spread
+from seqbench.common.errors import InputError
+from seqbench.report.markdown import cell, markdown_rows
+from seqbench.rundir.layout import RunDir
+from seqbench.rundir.reader import Run
+from seqbench.rundir.results import read_results
 
 SEED_AXIS = "seed"
 METRICS = {"bleu": "validation BLEU", "tokens_per_s": "training target tokens/s"}
@@ -31,10 +35,10 @@ def load_sweep(sweep_dir: str | Path) -> tuple[dict, list[dict]]:
     summary = json.loads((Path(sweep_dir) / "summary.json").read_text())
     finished = []
     for trial in summary["trials"]:
-        results_path = Path(trial["run_dir"]) / "results.json"
+        results_path = RunDir(trial["run_dir"]).results
         if trial["state"] != "complete" or not results_path.is_file():
             continue
-        run = Run(results_path.parent, json.loads(results_path.read_text()))
+        run = Run(results_path.parent, read_results(results_path))
         finished.append({"params": trial["params"], "seed": run.seed, "bleu": run.results["valid"]["bleu"],
                          "tokens_per_s": run.results.get("throughput", {}).get("target_tokens_per_s"),
                          "parameters": run.results.get("parameters")})
@@ -114,7 +118,7 @@ def plot_lines(rows: list[dict], axes: list[str], x_axis: str) -> Figure:
     for r in rows:
         series.setdefault(tuple(r["key"][i] for i in other_index), {})[r["key"][x_index]] = r
     series = dict(sorted(series.items(), key=lambda kv: tuple((isinstance(v, str), v) for v in kv[0])))
-    colours = _colours([str(k) for k in series])
+    colours = label_colours([str(k) for k in series])
     fig = Figure(figsize=(6 * len(METRICS), 4.5), layout="constrained")
     for ax, (metric, title) in zip(fig.subplots(1, len(METRICS), squeeze=False)[0], METRICS.items()):
         for k, (other_key, by_x) in enumerate(series.items()):
@@ -159,7 +163,7 @@ def write_sweep_report(sweep_dir: str | Path, out: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     summary, trials = load_sweep(sweep_dir)
     if not trials:
-        raise FileNotFoundError(f"{sweep_dir}: no finished trial (results.json) in this sweep yet")
+        raise InputError(f"{sweep_dir}: no finished trial (results.json) in this sweep yet")
     axes = axes_of(summary)
     rows = configurations(trials, axes)
     figures = {}
@@ -172,9 +176,9 @@ def write_sweep_report(sweep_dir: str | Path, out: str | Path) -> Path:
         fig.savefig(out / f"{name}.png", dpi=110)
 
     front = {r["key"] for r in pareto_front(rows)}
-    table = _markdown([*axes, "seeds", "params", "val BLEU", "train tok/s", "Pareto"],
+    table = markdown_rows([*axes, "seeds", "params", "val BLEU", "train tok/s", "Pareto"],
                       [[*map(str, r["key"]), ", ".join(map(str, r["seeds"])), f"{r['parameters']:,}",
-                        _cell(r["bleu"]), _cell(r["tokens_per_s"], 0, thousands=True),
+                        cell(r["bleu"]), cell(r["tokens_per_s"], 0, thousands=True),
                         "yes" if r["key"] in front else ""] for r in rows])
     states = {}
     for trial in summary["trials"]:

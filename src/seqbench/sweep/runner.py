@@ -19,7 +19,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from seqbench.report.load import Run
+from seqbench.rundir.layout import RunDir
+from seqbench.rundir.reader import Run
+from seqbench.rundir.results import read_results
 from seqbench.sweep import spec
 
 POLL_SECONDS = 2.0   # how often a running trial's metrics.csv is read for intermediate validation BLEU
@@ -107,14 +109,14 @@ def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, 
             raise
     record = Trial(number=number, state="complete", params=searched, metric=None, intermediate=reported,
                    seconds=round(time.perf_counter() - started, 1), run_dir=str(run_dir), command=args)
-    results_path = run_dir / "results.json"
+    results_path = RunDir(run_dir).results
     if stopped:
         record.state, record.metric = "stopped", reported[-1]
     elif proc.returncode != 0 or not results_path.is_file():
         record.state = "failed"
         record.error = _last_line(run_dir / "stderr.log") or f"exit status {proc.returncode}"
     else:
-        results = json.loads(results_path.read_text())
+        results = read_results(results_path)
         record.metric = results["valid"]["bleu"]
         record.parameters = results.get("parameters")
         record.train_tokens_per_s = results.get("throughput", {}).get("target_tokens_per_s")

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from seqbench.config_check import ConfigError
+from seqbench.common.errors import ConfigError
 
 SCHEMA_PATH = Path(__file__).with_name("wandb_sweep_schema.json")
 

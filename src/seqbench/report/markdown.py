@@ -1,0 +1,90 @@
+"""The report's markdown tables, from the numbers of seqbench.analysis."""
+from __future__ import annotations
+
+from seqbench.analysis.summary import BY_LENGTH, Breakdown, bucket_counts, bucket_series, max_p
+from seqbench.rundir.reader import Run
+
+
+def fmt(value, digits: int = 1, thousands: bool = False) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.{digits}f}" if thousands else f"{value:.{digits}f}"
+
+
+def cell(stat: tuple, digits: int = 1, thousands: bool = False) -> str:
+    mean, std, n = stat
+    if mean is None:
+        return "—"
+    return fmt(mean, digits, thousands) + (f" ± {fmt(std, digits, thousands)}" if std is not None else "")
+
+
+def markdown_rows(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def markdown_table(rows: list[dict], tests: dict) -> str:
+    """The main table: means ± sample std over seeds, and p of the paired bootstrap against the best model. A
+    "greedy BLEU" column follows BLEU when some run decoded the test set greedily too (module.test_greedy)."""
+    best = rows[0]["label"] if rows else None
+    greedy = any(row["greedy_bleu"][0] is not None for row in rows)
+    header = ["model", "family", "seeds", "params", "BLEU", *(["greedy BLEU"] * greedy), "chrF", "train tok/s",
+              "steps/s", "greedy sent/s", "beam sent/s", "MFU %", "peak MB", f"p vs {best}"]
+    body = []
+    for row in rows:
+        p = "—" if row["label"] == best else (
+            f"{max_p(tests[(best, row['label'])]):.3f}" if (best, row["label"]) in tests else "n/a")
+        beam = f" (k={row['beam_size']})" if row["beam_size"] else ""
+        body.append([row["label"], row["family"], str(len(row["seeds"])), fmt(row["params"][0], 0, True),
+                     cell(row["bleu"], 2), *([cell(row["greedy_bleu"], 2)] * greedy), cell(row["chrf"], 2),
+                     cell(row["train_tok_s"], 0, True), cell(row["steps_s"], 2),
+                     cell(row["greedy_sent_s"], 1, True), cell(row["beam_sent_s"], 1, True) + beam,
+                     cell(row["mfu"], 2), cell(row["memory"], 0, True), p])
+    return markdown_rows(header, body)
+
+
+def markdown_pairwise(labels: list[str], tests: dict) -> str:
+    """Matrix of the largest p-value over seed pairs for every two models (upper triangle)."""
+    body = []
+    for i, a in enumerate(labels):
+        cells = []
+        for j, b in enumerate(labels):
+            key = (a, b) if (a, b) in tests else (b, a)
+            cells.append("" if j <= i else f"{max_p(tests[key]):.3f}" if key in tests else "n/a")
+        body.append([a] + cells)
+    return markdown_rows([""] + labels, body)
+
+
+def markdown_by_bucket(groups: dict[str, list[Run]], split: str = "test", breakdown: Breakdown = BY_LENGTH) -> str:
+    """The breakdown's score per bucket, mean ± std over seeds, with each bucket's size (sentences or
+    dependencies) in the header."""
+    buckets, series = bucket_series(groups, split, breakdown)
+    body = [[label] + [cell(stat, 2) for stat in stats] for label, stats in series.items()]
+    counts = bucket_counts(groups, split, breakdown)
+    return markdown_rows(["model"] + [f"{b} ({counts.get(b, 0)})" for b in buckets], body)
+
+
+def _flops(stat: tuple) -> str:
+    mean, std, _ = stat
+    if mean is None:
+        return "—"
+    return f"{mean:.2e}" + (f" ± {std:.1e}" if std is not None else "")
+
+
+def markdown_compute_to_target(rows: list[dict]) -> str:
+    """One row per model: best validation BLEU and the training it took, then for each target the FLOPs, minutes
+    and updates to first reach it (means over the seeds that did; "k/n" says how many did)."""
+    targets = list(rows[0]["targets"]) if rows else []
+    header = ["model", "best valid BLEU", "updates", "training FLOPs", "minutes"]
+    for target in targets:
+        header += [f"seeds ≥ {target:g}", f"FLOPs to {target:g}", f"minutes to {target:g}", f"updates to {target:g}"]
+    body = []
+    for row in rows:
+        cells = [row["label"], cell(row["best_bleu"], 2), cell(row["updates"], 0, True), _flops(row["train_flops"]),
+                 cell(row["train_minutes"], 1)]
+        for target in targets:
+            hit = row["targets"][target]
+            cells += [f"{hit['reached']}/{row['seeds']}", _flops(hit["train_flops"]), cell(hit["train_minutes"], 1),
+                      cell(hit["updates"], 0, True)]
+        body.append(cells)
+    return markdown_rows(header, body)
