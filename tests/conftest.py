@@ -1,11 +1,29 @@
-"""Shared test setup: thread count and the tiny model configs that the contract and overfit tests run over."""
+"""Shared test setup: one torch thread per process, the tiny model configs every architecture test runs over, the
+training config composed in-process, a training run in-process, and one tiny trained run that every test needing a
+finished run shares.
+
+Tiers: `pytest` runs the default tier (in-process, minutes); `pytest -m integration` the end-to-end tests that only a
+real process proves (signals, DDP, the `__main__` path, stdin, W&B's per-process state, the sweep runner's trials);
+`pytest -m slow` the long or network-dependent ones. pytest-xdist runs one worker per core.
+"""
 from __future__ import annotations
 
+import copy
+import functools
 import os
+from pathlib import Path
 
+import pytest
 import torch
 
-torch.set_num_threads(int(os.environ.get("SEQBENCH_TEST_THREADS", "2")))
+# One thread per worker: xdist runs one worker per core, and two threads per worker on two cores spin against each
+# other many times slower.
+torch.set_num_threads(int(os.environ.get("SEQBENCH_TEST_THREADS", "1")))
+os.environ.setdefault("WANDB_MODE", "offline")  # nothing here may wait on the network
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
 
 # Every architecture and variant, tiny. The contract tests run over all of these; a new model adds a line here.
 MODEL_CASES = {
@@ -47,11 +65,10 @@ MODEL_CASES = {
 
 
 def build_tiny_model(case: str, src_vocab: int = 40, tgt_vocab: int = 45, **overrides):
-    from hydra.utils import instantiate
+    from seqbench.models.interface import build_model
 
-    cfg = dict(MODEL_CASES[case], **overrides)
     torch.manual_seed(0)
-    return instantiate(cfg, src_vocab_size=src_vocab, tgt_vocab_size=tgt_vocab).eval()
+    return build_model(dict(MODEL_CASES[case], **overrides), src_vocab, tgt_vocab).eval()
 
 
 SRC_VOCAB, TGT_VOCAB = 40, 45  # the tiny vocabularies of build_tiny_model and random_batch
@@ -68,3 +85,121 @@ def random_batch(lengths=(7, 4, 5), tgt_len=6, seed=0):
     tgt = torch.randint(4, TGT_VOCAB, (len(lengths), tgt_len), generator=g)
     tgt[:, 0] = BOS_ID
     return src, src != PAD_ID, tgt
+
+
+# conf/debug/limit.yaml cuts batches, decoding length and measurements; on top: a tiny corpus, 4 updates, beam 2.
+TINY = ["debug=limit", "data.corpus.train_size=120", "data.corpus.valid_per_bucket=1",
+        "data.corpus.test_per_bucket=1", "data.vocab_size=300", "data.max_tokens=1024", "trainer.max_steps=4",
+        "module.decoding.beam_size=2", "callbacks.progress_bar=null", "threads=1"]
+TINY_MODELS = {
+    "transformer": ["model=transformer", "model.d_model=32", "model.n_heads=2", "model.d_ff=64",
+                    "model.encoder_layers=1", "model.decoder_layers=1"],
+    **{f"rnn_{attention}": ["model=rnn", f"model.attention={attention}", "model.embed_dim=32", "model.hidden_size=32"]
+       for attention in ("none", "bahdanau", "luong_dot", "luong_general", "luong_concat")},
+    # rotary positions have no table: max_positions far below the data's lengths passes the preflight and trains
+    "transformer_rope": ["model=transformer", "model.d_model=32", "model.n_heads=2", "model.d_ff=64",
+                         "model.encoder_layers=1", "model.decoder_layers=1", "model.positions=rope",
+                         "model.max_positions=6"],
+    "cnn": ["model=cnn", "model.embed_dim=32", "model.out_embed_dim=32", "model.encoder_layers=[[32,3]]",
+            "model.decoder_layers=[[32,3]]"],
+}
+
+
+@functools.cache
+def _composed(overrides: tuple[str, ...], hydra_config: bool):
+    from seqbench.config.compose import compose
+
+    return compose(list(overrides), hydra_config=hydra_config)
+
+
+def compose_train(overrides=(), hydra_config: bool = False):
+    """conf/train.yaml with these overrides, composed once per process (tests compose the same configs often)."""
+    return copy.deepcopy(_composed(tuple(overrides), hydra_config))
+
+
+_DATA_CACHE: list[Path] = []  # this worker's data cache (data_cache), once the session has started
+
+
+@pytest.fixture(scope="session", autouse=True)
+def lightning_logs_like_a_run():
+    """Imported with no root handler, Lightning gives its loggers a handler bound to the stderr of that moment; under
+    `seqbench train` its info lines go through Hydra's logging to stdout instead. In-process runs log the same way,
+    so stderr holds only what the command itself prints (the one-line errors the tests read)."""
+    import logging
+
+    import lightning.pytorch  # noqa: F401 - imported here so that its handlers exist to be reset
+
+    for name in ("lightning.pytorch", "lightning.fabric"):
+        logging.getLogger(name).handlers.clear()
+        logging.getLogger(name).propagate = True
+
+
+@pytest.fixture(scope="session", autouse=True)
+def data_cache(tmp_path_factory) -> Path:
+    """One data cache per worker: every tiny corpus and tokenizer is built once, not once per test."""
+    _DATA_CACHE[:] = [tmp_path_factory.mktemp("data_cache")]
+    return _DATA_CACHE[0]
+
+
+def train_in_process(run_dir: Path, overrides=(), cache_dir: Path | None = None) -> dict:
+    """`seqbench train <overrides>` into `run_dir`, in this process, through seqbench.training.run.run (as the
+    lightning-hydra-template's tests train): returns the results record; raises what the run raises. The data comes
+    from this worker's data cache unless `cache_dir` says otherwise."""
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    from seqbench.training.run import run
+
+    run_dir = Path(run_dir)
+    cache_dir = cache_dir or _DATA_CACHE[0]
+    cfg = compose_train([f"paths.cache_dir={cache_dir}", f"paths.output_dir={run_dir}", *overrides],
+                        hydra_config=True)
+    HydraConfig.instance().set_config(cfg)  # ${hydra:runtime.choices.model} in compare.label
+    with open_dict(cfg):
+        del cfg["hydra"]  # a running job's config has no hydra node
+    return run(cfg)
+
+
+def seqbench_cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    """`seqbench <argv>` in this process: (exit status, stdout, stderr)."""
+    from seqbench.commands import main
+
+    capsys.readouterr()
+    try:
+        status = main(argv)
+    except SystemExit as stop:
+        status = stop.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+# The run every test of a finished run shares: a tiny Transformer trained for one whole epoch (so a validation writes
+# a best checkpoint) with EMA weights that lag far behind fast-moving raw weights (the run's test hypotheses come from
+# the EMA weights only if the final test really evaluates them), the two most recent checkpoints kept, and the test
+# set decoded greedily too.
+TRAINED_RUN = [
+    *(o for o in TINY if not o.startswith("trainer.max_steps")), *TINY_MODELS["transformer"],
+    "trainer.max_steps=-1", "callbacks=ema", "callbacks.ema.decay=0.5", "scheduler=constant", "optimizer.lr=0.01",
+    "callbacks.recent_checkpoints.every_n_train_steps=1", "callbacks.recent_checkpoints.save_top_k=2",
+    "module.test_greedy=true",
+]
+
+
+def shared_dir(tmp_path_factory) -> Path:
+    """A folder every xdist worker of this session sees (the session's base temp folder without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory) -> Path:
+    """The shared tiny run's directory, trained once for the whole session (xdist workers wait on a file lock for
+    the first one). Read it; copy it before changing anything."""
+    from filelock import FileLock
+
+    root = shared_dir(tmp_path_factory)
+    run_dir = root / "trained_run" / "run"
+    with FileLock(str(root / "trained_run.lock")):
+        if not (run_dir / "results.json").is_file():
+            train_in_process(run_dir, TRAINED_RUN, cache_dir=run_dir.parent / "cache")
+    return run_dir

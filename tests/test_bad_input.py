@@ -1,4 +1,4 @@
-"""Bad input to `python train.py`, as a table: every case must end with exit status 2 and exactly one line on stderr
+"""Bad input to `seqbench train`, as a table: every case must end with exit status 2 and exactly one line on stderr
 that starts with `error: ` and names the problem, with no traceback, before anything but the log is written.
 
 What a failed run may leave in its run directory: nothing at all when Hydra rejects the command line (the directory
@@ -6,23 +6,19 @@ is never created); `.hydra/` (the composed config) and `train.log` (Hydra's job 
 it, since Hydra writes those before the task starts. No checkpoints, csv/, results.json, hypotheses or attention maps:
 the test compares the run directory before and after and allows only those two names to appear.
 
-The cases run in-process through train.py's own entry (`run_cli(main)`), so the whole table costs one import of
-the project: the config cases fail before any data is built (asserted: the cache stays empty); the data cases
-share one tiny cached synthetic corpus.
+The cases run in-process through the command's own entry (seqbench.commands.main), so the whole table costs one
+import of the project: the config cases fail before any data is built (asserted: the cache stays empty); the data
+cases share one tiny cached synthetic corpus. The `__main__` path itself is tested once, in tests/test_train.py.
 """
 from __future__ import annotations
 
-import importlib.util
-import logging
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import compose_train, seqbench_cli
 
-ROOT = Path(__file__).resolve().parents[1]
 TINY_DATA = ["data.corpus.train_size=60", "data.corpus.valid_per_bucket=1", "data.corpus.test_per_bucket=1",
              "data.vocab_size=200", "threads=1", "callbacks.progress_bar=null"]
 TINY_TRANSFORMER = ["model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.encoder_layers=1",
@@ -78,9 +74,9 @@ CONFIG_CASES = [
     ("hydra_key_typo", ["model.n_head=4"], "model.n_heads"),
     ("hydra_trainer_key_typo", ["trainer.max_stpes=5"], "trainer.max_steps"),
     ("hydra_unknown_top_key", ["sede=1"], "seed"),
-    ("hydra_unknown_model", ["model=lstm"], "model=lstm"),
-    ("hydra_unknown_optimizer", ["optimizer=adamw"], "optimizer=adamw"),
-    ("hydra_unknown_experiment", ["+experiment=nope"], "experiment=nope"),
+    ("unknown_model", ["model=lstm"], "model='lstm'"),
+    ("unknown_optimizer", ["optimizer=adamw"], "optimizer='adamw'"),
+    ("unknown_experiment", ["+experiment=nope"], "experiment='nope'"),
     ("hydra_unparsable", ["model.d_model=[1,"], "model.d_model"),
     # devices
     ("accelerator_unknown", ["trainer.accelerator=quantum"], "trainer.accelerator"),
@@ -119,22 +115,6 @@ DATA_CASES = [
 
 
 @pytest.fixture(scope="module")
-def train_main():
-    """train.py's task function, imported once (its module is `train`, as under `python train.py`)."""
-    import lightning.pytorch  # noqa: F401 - imported here so that its log handler can be reset below
-
-    # Imported with no root handler, Lightning gives its logger a handler bound to the stderr of that moment (a
-    # previous test's capture); under `python train.py` its info lines go through Hydra's logging to stdout.
-    for name in ("lightning.pytorch", "lightning.fabric"):
-        logging.getLogger(name).handlers.clear()
-        logging.getLogger(name).propagate = True
-    spec = importlib.util.spec_from_file_location("train", ROOT / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main
-
-
-@pytest.fixture(scope="module")
 def shared_cache(tmp_path_factory):
     """One tiny corpus for the data cases, built on first use without the datasets library's progress bars (a
     build's output on stderr, not part of an error)."""
@@ -158,24 +138,15 @@ def _snapshot(run_dir: Path) -> set[str]:
     return {str(p.relative_to(run_dir)) for p in run_dir.rglob("*")} if run_dir.exists() else set()
 
 
-def run_train(train_main, monkeypatch, capsys, overrides: list[str], cache: Path, run_dir: Path):
-    """`python train.py <overrides>` in this process: (exit status, stderr)."""
-    from seqbench.commands.cli import run_cli
-
+def run_train(monkeypatch, capsys, overrides: list[str], cache: Path, run_dir: Path):
+    """`seqbench train <overrides>` in this process: (exit status, stderr)."""
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    monkeypatch.setattr(sys, "argv", ["train.py", f"paths.cache_dir={cache}", f"hydra.run.dir={run_dir}",
-                                      *overrides])
-    capsys.readouterr()
-    try:
-        run_cli(train_main)
-        status = 0
-    except SystemExit as exit_:
-        status = exit_.code
-    return status, capsys.readouterr().err
+    status, _, err = seqbench_cli(["train", f"paths.cache_dir={cache}", f"hydra.run.dir={run_dir}", *overrides],
+                                  capsys)
+    return status, err
 
 
-def _check(case, overrides, expected, tmp_path, cache, train_main, monkeypatch, capsys):
+def _check(case, overrides, expected, tmp_path, cache, monkeypatch, capsys):
     _files(tmp_path)
     run_dir = tmp_path / "run"
     if case == "ckpt_resumed_is_corrupt":
@@ -183,7 +154,7 @@ def _check(case, overrides, expected, tmp_path, cache, train_main, monkeypatch, 
         (run_dir / "checkpoints" / "last.ckpt").write_bytes((tmp_path / "truncated.ckpt").read_bytes())
     overrides = [o.replace("{tmp}", str(tmp_path)) for o in overrides]
     before = _snapshot(run_dir)
-    status, stderr = run_train(train_main, monkeypatch, capsys, overrides, cache, run_dir)
+    status, stderr = run_train(monkeypatch, capsys, overrides, cache, run_dir)
     lines = stderr.strip().splitlines()
     assert status == 2, stderr
     assert len(lines) == 1 and lines[0].startswith("error: "), stderr
@@ -195,82 +166,60 @@ def _check(case, overrides, expected, tmp_path, cache, train_main, monkeypatch, 
 
 
 @pytest.mark.parametrize("case, overrides, expected", CONFIG_CASES)
-def test_bad_config_is_one_line_before_any_data(case, overrides, expected, tmp_path, train_main, monkeypatch,
-                                                capsys):
+def test_bad_config_is_one_line_before_any_data(case, overrides, expected, tmp_path, monkeypatch, capsys):
     cache = tmp_path / "cache"
-    _check(case, overrides, expected, tmp_path, cache, train_main, monkeypatch, capsys)
+    _check(case, overrides, expected, tmp_path, cache, monkeypatch, capsys)
     assert not cache.exists(), "config errors must be found before any data is built"
 
 
 @pytest.mark.parametrize("case, overrides, expected", DATA_CASES)
 def test_config_that_does_not_fit_the_data_is_one_line_before_training(case, overrides, expected, tmp_path,
-                                                                      shared_cache, train_main, monkeypatch,
-                                                                      capsys):
-    _check(case, [*TINY_DATA, *overrides], expected, tmp_path, shared_cache, train_main, monkeypatch, capsys)
+                                                                      shared_cache, monkeypatch, capsys):
+    _check(case, [*TINY_DATA, *overrides], expected, tmp_path, shared_cache, monkeypatch, capsys)
 
 
-def test_the_table_covers_at_least_40_cases():
-    assert len(CONFIG_CASES) + len(DATA_CASES) >= 40
-
-
-def test_unknown_key_suggests_the_closest_one(tmp_path, train_main, monkeypatch, capsys):
-    line = _check("typo", ["model.n_head=4"], "model.n_head", tmp_path, tmp_path / "cache", train_main, monkeypatch,
-                  capsys)
+def test_unknown_key_suggests_the_closest_one(tmp_path, monkeypatch, capsys):
+    line = _check("typo", ["model.n_head=4"], "model.n_head", tmp_path, tmp_path / "cache", monkeypatch, capsys)
     assert "did you mean model.n_heads?" in line
 
 
-def test_gpu_preset_on_cpu_names_the_fix(tmp_path, train_main, monkeypatch, capsys):
+def test_gpu_preset_on_cpu_names_the_fix(tmp_path, monkeypatch, capsys):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    line = _check("gpu", ["trainer=gpu"], "trainer.accelerator=gpu", tmp_path, tmp_path / "cache", train_main,
-                  monkeypatch, capsys)
+    line = _check("gpu", ["trainer=gpu"], "trainer.accelerator=gpu", tmp_path, tmp_path / "cache", monkeypatch,
+                  capsys)
     assert "trainer=cpu" in line and "trainer.accelerator=cpu" in line
 
 
-def test_hydra_full_error_shows_the_whole_trace(tmp_path, train_main, monkeypatch):
+def test_hydra_full_error_shows_the_whole_trace(tmp_path, monkeypatch):
     from hydra.errors import ConfigCompositionException
 
-    from seqbench.commands.cli import run_cli
+    from seqbench.commands import main
 
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
-    monkeypatch.setattr(sys, "argv", ["train.py", f"hydra.run.dir={tmp_path / 'run'}", "model.n_head=4"])
     with pytest.raises(ConfigCompositionException):
-        run_cli(train_main)
+        main(["train", f"hydra.run.dir={tmp_path / 'run'}", "model.n_head=4"])
     assert os.environ["HYDRA_FULL_ERROR"] == "1"
 
 
-def test_a_real_bug_keeps_its_traceback(tmp_path, train_main, monkeypatch, capsys):
-    import seqbench.training.run
+def test_a_real_bug_keeps_its_traceback(tmp_path, monkeypatch, capsys):
+    import seqbench.config.environment
 
     def broken(cfg):
         raise RuntimeError("a bug in the project, not the user's input")
 
-    monkeypatch.setattr(seqbench.training.run, "check_environment", broken)
-    status, stderr = run_train(train_main, monkeypatch, capsys, [], tmp_path / "cache", tmp_path / "run")
+    monkeypatch.setattr(seqbench.config.environment, "check_environment", broken)
+    status, stderr = run_train(monkeypatch, capsys, [], tmp_path / "cache", tmp_path / "run")
     assert status == 1 and "Traceback" in stderr and "a bug in the project" in stderr
-    assert "HYDRA_FULL_ERROR" not in os.environ, "run_cli restores the environment"
+    assert "HYDRA_FULL_ERROR" not in os.environ, "the command runner restores the environment"
 
 
 def test_valid_edge_values_pass():
-    from hydra import compose, initialize_config_dir
-
     from seqbench.config.composed import validate
-    from seqbench.config.resolvers import register_resolvers
 
-    register_resolvers()
     overrides = ["trainer.max_epochs=-1", "trainer.max_steps=-1", "trainer.max_time=null", "seed=0",
                  "trainer.limit_val_batches=5", "+trainer.limit_train_batches=0.5", "trainer.devices=auto",
                  "trainer.precision=bf16-mixed", "trainer.gradient_clip_val=null", "scheduler=cosine",
                  "scheduler.warmup_steps=10", "scheduler.total_steps=10", "+trainer.strategy=ddp",
                  "trainer.val_check_interval=200", "trainer.deterministic=warn", "logger=none"]
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        validate(compose("train", overrides=overrides))
-
-
-def test_command_line_prints_one_line(tmp_path):
-    """The same through `python train.py` itself (the in-process cases skip its process start)."""
-    env = dict(os.environ, HYDRA_FULL_ERROR="0", WANDB_MODE="offline")
-    proc = subprocess.run([sys.executable, str(ROOT / "train.py"), f"hydra.run.dir={tmp_path / 'run'}",
-                           "optimizer.lr=-1"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip() == "error: optimizer.lr=-1: must be a number > 0", proc.stderr
+    validate(compose_train(overrides))

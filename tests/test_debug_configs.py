@@ -11,7 +11,7 @@ from test_train_cli import TINY, TINY_MODELS, train
 
 from seqbench.config.composed import validate
 
-DEBUG = sorted(p.stem for p in (ROOT / "conf" / "debug").glob("*.yaml") if p.stem != "default")
+DEBUG = sorted(p.stem for p in (CONF_DIR / "debug").glob("*.yaml") if p.stem != "default")
 
 
 def test_the_four_debug_configs_exist():

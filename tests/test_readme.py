@@ -38,7 +38,7 @@ def _compose(overrides: list[str], hydra_config: bool = False):
     from seqbench.config.resolvers import register_resolvers
 
     register_resolvers()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose("train", overrides=overrides, return_hydra_config=hydra_config)
 
 

@@ -2,29 +2,34 @@
 one line; a failing job does not end a multirun; the same seed gives the same numbers; bad checkpoints get one line.
 
 Runs are cut deterministically by `SignalAt`, a test-only callback that sends the signal to its own process at a
-given update or test batch (`+callbacks.cut._target_=test_resume.SignalAt`).
+given update or test batch (`+callbacks.cut._target_=test_resume.SignalAt`). In-process here, except where only a
+real process proves it (a SIGTERM and the restart in a fresh process, a multirun's failed job): the integration tier.
 """
 from __future__ import annotations
 
 import csv
-import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import lightning as L
 import pytest
 import torch
-from test_train_cli import ROOT, TINY, TINY_MODELS
+from conftest import TINY, TINY_MODELS, seqbench_cli, train_in_process
+from test_train import train_subprocess
 
-TESTS = Path(__file__).resolve().parent
+from seqbench.rundir.layout import RunDir
+from seqbench.rundir.results import read_results
+from seqbench.training.status import Diverged, Interrupted
+
+pytestmark = pytest.mark.xdist_group("uninterrupted")  # one worker runs the module fixture, once
+
+
 # Tiny transformer (with dropout, so the RNG state matters) for 14 updates over several epochs, validated and
 # checkpointed every epoch; small eval batches so the test set takes several batches.
-RESUMABLE = [*TINY, *TINY_MODELS["transformer"], "trainer.max_steps=14", "trainer.max_epochs=50",
-             "data.eval_max_tokens=600", "measure.decode_sentences=4", "measure.peak_flops_seconds=0.05",
-             "trainer.log_every_n_steps=1"]
+RESUMABLE = [*TINY, *TINY_MODELS["transformer"], "model.dropout=0.1", "trainer.max_steps=14",
+             "trainer.max_epochs=50", "data.eval_max_tokens=600", "measure.decode_sentences=4",
+             "measure.peak_flops_seconds=0.05", "trainer.log_every_n_steps=1"]
 
 
 class SignalAt(L.Callback):
@@ -42,38 +47,33 @@ class SignalAt(L.Callback):
             os.kill(os.getpid(), self.signum)
 
 
-def train(tmp_path: Path, run_dir: Path, *overrides: str, multirun: bool = False) -> subprocess.CompletedProcess:
-    env = dict(os.environ, OMP_NUM_THREADS="1", HYDRA_FULL_ERROR="0", WANDB_MODE="offline",
-               PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
-    where = f"hydra.sweep.dir={run_dir}" if multirun else f"hydra.run.dir={run_dir}"
-    args = [sys.executable, str(ROOT / "train.py"), *(["-m"] if multirun else []),
-            f"paths.cache_dir={tmp_path.parent / 'cache'}", where, *overrides]
-    return subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-
-
 def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
-    return torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)["state_dict"]
+    return torch.load(RunDir(run_dir).last_checkpoint, map_location="cpu", weights_only=True)["state_dict"]
 
 
 def _outcome(run_dir: Path) -> dict:
     """Everything of a finished run that must not depend on being interrupted (timings excluded)."""
-    results = json.loads((run_dir / "results.json").read_text())
+    results = read_results(run_dir)
     throughput = results["throughput"]
     return {"status": results["status"], "valid": results["valid"], "test": results["test"],
             "train": {k: results["train"][k] for k in ("steps", "epochs")},
             "counters": {k: throughput[k] for k in ("tokens_seen", "train_flops", "measured_steps",
                                                     "mean_src_tokens", "mean_tgt_tokens")},
             "curve": [{k: v for k, v in p.items() if k != "train_seconds"} for p in results["curve"]],
-            "hypotheses": (run_dir / "hypotheses.test.txt").read_text(),
+            "hypotheses": RunDir(run_dir).text("hypotheses", "test").read_text(),
             "best": Path(results["train"]["best_checkpoint"]).name}
+
+
+def _losses(run_dir: Path) -> list[tuple[str, str]]:
+    with (run_dir / "csv" / "metrics.csv").open(newline="") as f:
+        return [(row["step"], row["train/loss"]) for row in csv.DictReader(f) if row.get("train/loss")]
 
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("uninterrupted")
-    proc = train(tmp_path, tmp_path / "run", *RESUMABLE)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return tmp_path / "run"
+    run_dir = tmp_path_factory.mktemp("uninterrupted") / "run"
+    train_in_process(run_dir, RESUMABLE)
+    return run_dir
 
 
 def _assert_same_run(resumed: Path, reference: Path) -> None:
@@ -82,80 +82,92 @@ def _assert_same_run(resumed: Path, reference: Path) -> None:
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), "final weights differ"
 
 
-def test_sigterm_mid_epoch_exits_nonzero_and_the_rerun_resumes_exactly(tmp_path, uninterrupted):
-    run_dir = tmp_path / "run"
-    cut = train(tmp_path, run_dir, *RESUMABLE, "+callbacks.cut._target_=test_resume.SignalAt",
-                "+callbacks.cut.step=10")  # 7 batches an epoch: step 7 would stop during the epoch's validation
-    assert cut.returncode == 128 + signal.SIGTERM, cut.stderr[-3000:]
-    assert "Traceback" not in cut.stderr
-    assert cut.stderr.strip().splitlines()[-1] == (f"error: interrupted by SIGTERM during training; rerun with "
-                                                   f"hydra.run.dir={run_dir} to resume")
-    record = json.loads((run_dir / "results.json").read_text())
-    assert record["status"] == "interrupted" and record["phase"] == "training" and record["step"] == 10
-    assert record["resume_checkpoint"] == str(run_dir / "checkpoints" / "last.ckpt")
-    saved = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
-    assert saved["global_step"] == 10
-    batches_done = next(v for k, v in saved["callbacks"].items() if k.startswith("ResumeState"))["batches_done"]
-    assert 0 < batches_done and not next(v for k, v in saved["callbacks"].items()
-                                         if k.startswith("ResumeState"))["epoch_finished"], "cut mid-epoch"
-
-    resumed = train(tmp_path, run_dir, *RESUMABLE)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "Restoring states from the checkpoint path" in resumed.stdout + resumed.stderr
-    _assert_same_run(run_dir, uninterrupted)
-
-
-def test_sigint_during_testing_exits_nonzero_and_the_rerun_gives_the_same_results(tmp_path, uninterrupted):
-    run_dir = tmp_path / "run"
-    cut = train(tmp_path, run_dir, *RESUMABLE, "+callbacks.cut._target_=test_resume.SignalAt",
-                "+callbacks.cut.test_batch=0", "+callbacks.cut.signum=SIGINT")
-    assert cut.returncode == 128 + signal.SIGINT, cut.stderr[-3000:]
-    assert "Traceback" not in cut.stderr
-    record = json.loads((run_dir / "results.json").read_text())
-    assert record["status"] == "interrupted" and record["phase"] == "testing" and record["step"] == 14
-    assert not (run_dir / "hypotheses.test.txt").exists()
-
-    resumed = train(tmp_path, run_dir, *RESUMABLE)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    _assert_same_run(run_dir, uninterrupted)
-
-
-def _losses(run_dir: Path) -> list[tuple[str, str]]:
-    with (run_dir / "csv" / "metrics.csv").open(newline="") as f:
-        return [(row["step"], row["train/loss"]) for row in csv.DictReader(f) if row.get("train/loss")]
-
-
 def test_the_same_seed_twice_gives_identical_losses_and_bleu(tmp_path, uninterrupted):
-    again = train(tmp_path, tmp_path / "run", *RESUMABLE)
-    assert again.returncode == 0, again.stderr[-3000:]
+    train_in_process(tmp_path / "run", RESUMABLE)
     _assert_same_run(tmp_path / "run", uninterrupted)
     assert len(_losses(uninterrupted)) == 14 and _losses(tmp_path / "run") == _losses(uninterrupted)
 
 
-def test_nan_loss_stops_with_one_line_naming_the_update_and_keeps_the_last_good_checkpoint(tmp_path):
+def test_sigint_during_testing_records_it_and_the_rerun_gives_the_same_results(tmp_path, uninterrupted):
     run_dir = tmp_path / "run"
-    proc = train(tmp_path, run_dir, *TINY, *TINY_MODELS["transformer"], "trainer.max_steps=30",
-                 "trainer.max_epochs=50", "optimizer.lr=1e30", "scheduler=constant")
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    line = proc.stderr.strip().splitlines()[-1]
-    assert line.startswith("error: training diverged: the loss is ") and " at update " in line, proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr
-    record = json.loads((run_dir / "results.json").read_text())
-    assert record["status"] == "diverged" and record["error"] == line.removeprefix("error: ")
+    with pytest.raises(Interrupted) as stop:
+        train_in_process(run_dir, [*RESUMABLE, "+callbacks.cut._target_=test_resume.SignalAt",
+                                   "+callbacks.cut.test_batch=0", "+callbacks.cut.signum=SIGINT"])
+    assert stop.value.exit_status == 128 + signal.SIGINT and stop.value.phase == "testing"
+    record = read_results(run_dir)
+    assert record["status"] == "interrupted" and record["phase"] == "testing" and record["step"] == 14
+    assert not RunDir(run_dir).text("hypotheses", "test").exists()
+    train_in_process(run_dir, RESUMABLE)  # the rerun finds last.ckpt at update 14: no training left, only testing
+    _assert_same_run(run_dir, uninterrupted)
+
+
+def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(tmp_path):
+    """lr 1e30 makes the loss non-finite within a few updates; every update is validated and checkpointed, so
+    last.ckpt holds the last finite weights, from the update before the bad one, which is never applied."""
+    run_dir = tmp_path / "run"
+    with pytest.raises(Diverged) as diverged:
+        train_in_process(run_dir, [*TINY, *TINY_MODELS["transformer"], "trainer.max_steps=30",
+                                   "trainer.max_epochs=50", "optimizer.lr=1e30", "scheduler=constant",
+                                   "trainer.check_val_every_n_epoch=null", "trainer.val_check_interval=1",
+                                   "module.val_bleu=false"])
+    line = str(diverged.value)
+    assert line.startswith("training diverged: the loss is ") and " at update " in line
+    record = read_results(run_dir)
     update = int(line.split(" at update ")[1].split()[0])
-    assert record["step"] == update - 1, "the bad update is not applied"
-    last = run_dir / "checkpoints" / "last.ckpt"
-    if last.exists():  # written by a validation before the loss went bad: its weights are finite
-        assert all(torch.isfinite(t).all() for t in _weights(run_dir).values() if t.is_floating_point())
+    assert record["status"] == "diverged" and record["error"] == line and record["step"] == update - 1 >= 1
+    saved = torch.load(RunDir(run_dir).last_checkpoint, map_location="cpu", weights_only=True)
+    assert saved["global_step"] == update - 1
+    assert all(torch.isfinite(t).all() for t in saved["state_dict"].values() if t.is_floating_point())
 
 
+def test_a_checkpoint_of_another_vocabulary_or_architecture_is_one_line(tmp_path, uninterrupted, capsys):
+    checkpoint = RunDir(uninterrupted).last_checkpoint
+    not_a_checkpoint = tmp_path / "notes.ckpt"
+    not_a_checkpoint.write_text("not a checkpoint")
+    cases = [([*RESUMABLE, "data.vocab_size=280"], checkpoint, "trained with another vocabulary"),
+             ([*TINY, *TINY_MODELS["rnn_bahdanau"]], checkpoint, "a checkpoint of another model"),
+             (RESUMABLE, not_a_checkpoint, "not a")]
+    for i, (overrides, path, words) in enumerate(cases):
+        status, _, err = seqbench_cli(["train", *overrides, f"ckpt_path={path}", f"hydra.run.dir={tmp_path / str(i)}",
+                                       f"paths.cache_dir={tmp_path / 'cache'}"], capsys)
+        lines = err.strip().splitlines()
+        assert status == 2 and lines[-1].startswith("error: ckpt_path=") and words in lines[-1], err[-2000:]
+        assert "Traceback" not in err and not (tmp_path / str(i) / "checkpoints").exists()
+
+
+@pytest.mark.integration
+def test_sigterm_mid_epoch_exits_nonzero_and_a_fresh_process_resumes_exactly(tmp_path, uninterrupted):
+    run_dir = tmp_path / "run"
+    env = dict(os.environ, OMP_NUM_THREADS="1", HYDRA_FULL_ERROR="0", WANDB_MODE="offline",
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    cut = train_subprocess(tmp_path, *RESUMABLE, "+callbacks.cut._target_=test_resume.SignalAt",
+                           "+callbacks.cut.step=10", env=env)  # 7 batches an epoch: step 7 would stop at validation
+    assert cut.returncode == 128 + signal.SIGTERM, cut.stderr[-3000:]
+    assert "Traceback" not in cut.stderr
+    assert cut.stderr.strip().splitlines()[-1] == (f"error: interrupted by SIGTERM during training; rerun with "
+                                                   f"hydra.run.dir={run_dir} to resume")
+    record = read_results(run_dir)
+    assert record["status"] == "interrupted" and record["phase"] == "training" and record["step"] == 10
+    assert record["resume_checkpoint"] == str(RunDir(run_dir).last_checkpoint)
+    saved = torch.load(RunDir(run_dir).last_checkpoint, map_location="cpu", weights_only=True)
+    state = next(v for k, v in saved["callbacks"].items() if k.startswith("ResumeState"))
+    assert saved["global_step"] == 10 and state["batches_done"] > 0 and not state["epoch_finished"], "cut mid-epoch"
+
+    resumed = train_subprocess(tmp_path, *RESUMABLE, env=env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Restoring states from the checkpoint path" in resumed.stdout + resumed.stderr
+    assert not list(RunDir(run_dir).checkpoints.glob(".*tmp*")), "no temporary checkpoint files left behind"
+    _assert_same_run(run_dir, uninterrupted)
+
+
+@pytest.mark.integration
 def test_a_failing_multirun_job_is_recorded_and_the_others_run(tmp_path):
     sweep = tmp_path / "sweep"
     # job 1 fails after composition (model.d_model must be divisible by model.n_heads)
-    proc = train(tmp_path, sweep, *TINY, *TINY_MODELS["transformer"], "model.n_heads=2,3,4",
-                 multirun=True)
+    proc = train_subprocess(tmp_path, *TINY, *TINY_MODELS["transformer"], "model.n_heads=2,3,4", run_dir=sweep,
+                            multirun=True)
     assert proc.returncode == 1, proc.stderr[-3000:]
-    records = {job: json.loads((sweep / job / "results.json").read_text()) for job in ("0", "1", "2")}
+    records = {job: read_results(sweep / job) for job in ("0", "1", "2")}
     assert records["0"]["status"] == records["2"]["status"] == "completed"
     assert records["1"]["status"] == "failed" and "model.n_heads" in records["1"]["error"]
     assert f"{sweep / '1'}: " in proc.stderr and "1 job(s) of the multirun failed" in proc.stderr
@@ -163,17 +175,3 @@ def test_a_failing_multirun_job_is_recorded_and_the_others_run(tmp_path):
 
     report = write_report([sweep], tmp_path / "report", n_samples=10).read_text()
     assert "## Runs that did not complete" in report and "| failed |" in report
-
-
-def test_a_checkpoint_of_another_vocabulary_or_architecture_is_one_line(tmp_path, uninterrupted):
-    checkpoint = uninterrupted / "checkpoints" / "last.ckpt"
-    other_vocab = train(tmp_path, tmp_path / "vocab", *RESUMABLE, "data.vocab_size=280", f"ckpt_path={checkpoint}")
-    other_model = train(tmp_path, tmp_path / "model", *TINY, *TINY_MODELS["rnn_bahdanau"], f"ckpt_path={checkpoint}")
-    not_a_checkpoint = tmp_path / "notes.ckpt"
-    not_a_checkpoint.write_text("not a checkpoint")
-    garbage = train(tmp_path, tmp_path / "garbage", *RESUMABLE, f"ckpt_path={not_a_checkpoint}")
-    for proc, words in ((other_vocab, "trained with another vocabulary"), (other_model, "a checkpoint of another model"),
-                        (garbage, "not a")):
-        assert proc.returncode == 2, proc.stderr[-3000:]
-        lines = proc.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("error: ckpt_path=") and words in lines[0], proc.stderr

@@ -1,4 +1,5 @@
-"""Sweep files (sweeps/*.yaml) and the local sweep runner (python -m seqbench.sweep) with its report."""
+"""Sweep files (sweeps/*.yaml) and the local sweep runner (`seqbench sweep`) with its report. The runner's trial
+processes are proved in the integration tier."""
 from __future__ import annotations
 
 import csv
@@ -11,27 +12,20 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from seqbench.config.arguments import check_group_choices
+from seqbench.config.compose import CONF_DIR
+from seqbench.config.composed import validate
+from seqbench.rundir.results import read_results
+from seqbench.sweep import runner, spec
+
+from conftest import ROOT, TINY, compose_train, seqbench_cli
 
 pytest.importorskip("optuna")
 
-from hydra import compose, initialize_config_dir  # noqa: E402
-from hydra.core.override_parser.overrides_parser import OverridesParser  # noqa: E402
-
-from seqbench.config.arguments import check_group_choices
-from seqbench.config.composed import validate
-from seqbench.config.resolvers import register_resolvers  # noqa: E402
-from seqbench.sweep import runner, spec  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-CONF = str(ROOT / "conf")
+CONF = str(CONF_DIR)
 SWEEPS = sorted((ROOT / "sweeps").glob("*.yaml"))
-from test_train_cli import TINY  # noqa: E402  (tiny data, updates and decoding: a trial in seconds)
-
-
-def compose_overrides(overrides: list[str]):
-    register_resolvers()
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return compose("train", overrides=overrides)
 
 
 @pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.name)
@@ -50,31 +44,31 @@ def test_sweep_file_passes_wandb_schema_and_conventions(path):
 
 @pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.name)
 def test_every_proposal_composes_into_a_valid_config(path):
-    """Every combination of values (and of the ends of every range) composes and passes config_check.validate."""
+    """Every value of every parameter (and both ends of every range), one parameter at a time, composes, passes the
+    config checks and reaches the key it names."""
     config = spec.load(path)
     proposals = spec.corners(config)
-    assert proposals
-    register_resolvers()
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        for params in proposals:
-            overrides = spec.hydra_overrides(config, params)
-            check_group_choices(overrides, CONF)
-            cfg = compose("train", overrides=overrides)
-            validate(cfg)
-            for name, value in params.items():
-                if (Path(CONF) / name).is_dir():
-                    continue  # a group choice (model=, shape=, scheduler=), not a value
-                node = cfg
-                for part in name.split("."):
-                    node = node[part]
-                expected = {"null": None, "${model.name}": cfg.model.name}.get(value, value)
-                assert node == expected, (name, node, value)
+    searched = spec.searched(config).values()
+    assert len(proposals) == 1 + sum(len(s["values"]) - 1 if "values" in s else 1 for s in searched)
+    for params in proposals:
+        overrides = spec.hydra_overrides(config, params)
+        check_group_choices(overrides, CONF)
+        cfg = compose_train(overrides)
+        validate(cfg)
+        for name, value in params.items():
+            if (Path(CONF) / name).is_dir():
+                continue  # a group choice (model=, shape=, scheduler=), not a value
+            node = cfg
+            for part in name.split("."):
+                node = node[part]
+            expected = {"null": None, "${model.name}": cfg.model.name}.get(value, value)
+            assert node == expected, (name, node, value)
 
 
 def test_shape_presets_set_both_stacks_and_the_cnn_blocks():
-    cfg = compose_overrides(["shape=transformer", "shape.layers=2"])
+    cfg = compose_train(["shape=transformer", "shape.layers=2"])
     assert (cfg.model.name, cfg.model.encoder_layers, cfg.model.decoder_layers) == ("transformer", 2, 2)
-    cfg = compose_overrides(["shape=cnn", "shape.n_layers=3", "shape.channels=64", "shape.kernel=5"])
+    cfg = compose_train(["shape=cnn", "shape.n_layers=3", "shape.channels=64", "shape.kernel=5"])
     assert cfg.model.name == "cnn"
     assert cfg.model.encoder_layers == cfg.model.decoder_layers == [[64, 5]] * 3
     validate(cfg)
@@ -90,11 +84,11 @@ def test_transformer_shape_is_one_space_for_wandb_hydra_grid_and_optuna():
     wandb = spec.load(ROOT / "sweeps" / "transformer_shape.yaml")
     space = {name: s["values"] for name, s in spec.searched(wandb).items()}
     for preset in ("transformer_shape", "transformer_optuna"):
-        text = yaml.safe_load((ROOT / "conf" / "hparams_search" / f"{preset}.yaml").read_text())
+        text = yaml.safe_load((CONF_DIR / "hparams_search" / f"{preset}.yaml").read_text())
         assert _sweeper_values(text["hydra"]["sweeper"]["params"]) == space, preset
         # the same budget: the preset composes to what the W&B file's constants give
-        from_preset = compose_overrides([f"hparams_search={preset}"]) if preset == "transformer_shape" else None
-        from_wandb = compose_overrides(spec.hydra_overrides(wandb, spec.corners(wandb)[0]))
+        from_preset = compose_train([f"hparams_search={preset}"]) if preset == "transformer_shape" else None
+        from_wandb = compose_train(spec.hydra_overrides(wandb, spec.corners(wandb)[0]))
         if from_preset is not None:
             for key in ("trainer", "scheduler", "test", "task_name"):
                 assert from_preset[key] == from_wandb[key], key
@@ -106,9 +100,7 @@ def test_transformer_shape_is_one_space_for_wandb_hydra_grid_and_optuna():
 
 def test_optuna_preset_composes_with_the_optuna_sweeper():
     pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
-    register_resolvers()
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose("train", overrides=["hparams_search=transformer_optuna"], return_hydra_config=True)
+    cfg = compose_train(["hparams_search=transformer_optuna"], hydra_config=True)
     assert cfg.hydra.sweeper._target_.endswith("OptunaSweeper") and cfg.hydra.sweeper.direction == "maximize"
     assert str(cfg.hydra.mode) == "RunMode.MULTIRUN"
 
@@ -138,14 +130,12 @@ def test_schema_violations_are_one_line(tmp_path, edit, message):
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
-def test_cli_reports_a_bad_sweep_file_in_one_line(tmp_path):
+def test_cli_reports_a_bad_sweep_file_in_one_line(tmp_path, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text("method: random\nmetric: {name: val/bleu, goal: maximize}\nrun_cap: 2\n"
                     "parameters: {model.d_ff: {distribution: normal, mu: 1, sigma: 1}}\n")
-    proc = subprocess.run([sys.executable, "-m", "seqbench.sweep", str(path)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
-    assert "model.d_ff" in proc.stderr
+    status, _, err = seqbench_cli(["sweep", str(path)], capsys)
+    assert status == 2 and err.count("\n") == 1 and err.startswith("error: ") and "model.d_ff" in err
 
 
 FAKE_TRAIN = '''
@@ -164,7 +154,8 @@ for i in range(1, 5):
     with open(run_dir / "csv" / "metrics.csv", "a") as f:
         f.write(f"{i * 10},{quality * i},{i * 1000}\\n")
     time.sleep(0.3)
-(run_dir / "results.json").write_text(json.dumps({"valid": {"bleu": quality * 4}, "parameters": 1, "seed": 0}))
+(run_dir / "results.json").write_text(json.dumps({"schema_version": 1, "valid": {"bleu": quality * 4},
+                                                 "parameters": 1, "seed": 0}))
 '''
 
 
@@ -195,9 +186,11 @@ def test_hyperband_stops_trials_behind_the_others(tmp_path, monkeypatch):
         assert trial["metric"] == trial["intermediate"][-1] and len(trial["intermediate"]) < 4
 
 
-def test_local_sweep_end_to_end_with_report(tmp_path):
-    """A tiny grid of three trials through `python -m seqbench.sweep`: two train, one has heads that do not divide
-    d_model and fails with train.py's one-line error; the sweep records it and goes on; the report plots the rest."""
+@pytest.mark.integration
+def test_local_sweep_end_to_end_with_report(tmp_path, capsys):
+    """A tiny grid of three trials through `seqbench sweep` (trials are processes): two train, one has heads that do
+    not divide d_model and fails with train.py's one-line error; the sweep records it and goes on; the report plots
+    the rest."""
     constants = [o.split("=", 1) for o in TINY + [f"paths.cache_dir={tmp_path / 'cache'}", "model.d_model=32",
                                                   "test=false"]]
     parameters = {"model.n_heads": {"values": [1, 2, 3]}, "shape.layers": {"values": [1]},
@@ -209,7 +202,7 @@ def test_local_sweep_end_to_end_with_report(tmp_path):
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(sweep, sort_keys=False))
     env = dict(os.environ, OMP_NUM_THREADS="1", WANDB_MODE="offline", HYDRA_FULL_ERROR="0")
-    proc = subprocess.run([sys.executable, "-m", "seqbench.sweep", str(path), "--out", str(tmp_path / "sweep")],
+    proc = subprocess.run([sys.executable, "-m", "seqbench", "sweep", str(path), "--out", str(tmp_path / "sweep")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     summary = json.loads((tmp_path / "sweep" / "summary.json").read_text())
@@ -219,7 +212,7 @@ def test_local_sweep_end_to_end_with_report(tmp_path):
     for heads in (1, 2):
         trial = by_heads[heads]
         assert trial["state"] == "complete", trial
-        results = json.loads((Path(trial["run_dir"]) / "results.json").read_text())
+        results = read_results(trial["run_dir"])
         assert trial["metric"] == results["valid"]["bleu"] and results["model"]["config"]["n_heads"] == heads
         assert Path(trial["run_dir"]).parent == tmp_path / "sweep" / "trials"
         assert trial["command"][1:3] == [sys.executable, "train.py"]
@@ -228,9 +221,8 @@ def test_local_sweep_end_to_end_with_report(tmp_path):
     assert [r["state"] for r in rows].count("complete") == 2 and "val/bleu" in rows[0]
     assert "| trial | state | model.n_heads |" in (tmp_path / "sweep" / "summary.md").read_text()
 
-    report = subprocess.run([sys.executable, "-m", "seqbench.report", str(tmp_path / "sweep")], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300)
-    assert report.returncode == 0, report.stderr[-3000:]
+    status, _, err = seqbench_cli(["report", str(tmp_path / "sweep")], capsys)
+    assert status == 0, err[-3000:]
     out = tmp_path / "sweep" / "report"
     for name in ("heatmap", "lines", "pareto"):
         assert (out / f"{name}.png").stat().st_size > 1000, name
@@ -238,20 +230,18 @@ def test_local_sweep_end_to_end_with_report(tmp_path):
     assert "| model.n_heads | shape.layers | model.d_ff | seeds |" in text and "error: model.n_heads=3" in text
 
 
-def test_hydra_optuna_sweeper_runs_the_transformer_space(tmp_path):
-    """`python train.py hparams_search=transformer_optuna` (no -m: the preset sets hydra.mode) on tiny settings."""
+def test_hydra_optuna_sweeper_runs_the_transformer_space(tmp_path, capsys):
+    """`seqbench train hparams_search=transformer_optuna` (no -m: the preset sets hydra.mode) on tiny settings: the
+    sweeper's best value is the best trial's validation BLEU, which Hydra's task function returned."""
     pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
-    env = dict(os.environ, OMP_NUM_THREADS="1", WANDB_MODE="offline", HYDRA_FULL_ERROR="0")
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "train.py"), "hparams_search=transformer_optuna", "hydra.sweeper.n_trials=2",
-         f"hydra.sweep.dir={tmp_path / 'multirun'}", f"paths.cache_dir={tmp_path / 'cache'}", *TINY,
-         "model.d_model=64"],  # 64: every heads value of the space divides it
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    status, _, err = seqbench_cli(["train", "hparams_search=transformer_optuna", "hydra.sweeper.n_trials=2",
+                                   f"hydra.sweep.dir={tmp_path / 'multirun'}", f"paths.cache_dir={tmp_path / 'cache'}",
+                                   *TINY, "model.d_model=64"], capsys)  # 64: every heads value of the space divides it
+    assert status == 0, err[-3000:]
     best = yaml.safe_load((tmp_path / "multirun" / "optimization_results.yaml").read_text())
     assert set(best["best_params"]) == {"model.n_heads", "shape.layers", "model.d_ff"}
-    assert 0 <= best["best_value"] <= 100
-    assert len(list((tmp_path / "multirun").glob("*/results.json"))) == 2
+    trials = [read_results(p) for p in sorted((tmp_path / "multirun").glob("*/results.json"))]
+    assert len(trials) == 2 and best["best_value"] == max(r["valid"]["bleu"] for r in trials)
 
 
 def test_sweep_report_folds_seeds_and_finds_the_pareto_front():

@@ -1,7 +1,8 @@
-"""After training: a self-contained run directory, translate, checkpoint averaging, EMA weights, export.
+"""After training: a self-contained run directory, translate, checkpoint averaging, EMA weights, export, and the run
+directories and exports written before the package moved (tests/fixtures/legacy).
 
-One tiny run is trained once for the whole module (EMA weights, two recent checkpoints kept) and its data cache is
-deleted straight after: everything here must work from the run directory alone.
+Everything reads the session's shared tiny run (conftest.trained_run: EMA weights, two recent checkpoints kept) with
+the data cache out of reach: everything here must work from the run directory alone.
 """
 from __future__ import annotations
 
@@ -15,29 +16,19 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_train_cli import ROOT, TINY, TINY_MODELS, train
+from conftest import TRAINED_RUN, compose_train, seqbench_cli
 
 from seqbench.rundir.checkpoints import read_checkpoint
-from seqbench.rundir.layout import MODEL_FILE
+from seqbench.rundir.layout import RunDir
 from seqbench.rundir.loading import load_run
+from seqbench.rundir.results import read_results
 
-RUN_OVERRIDES = [
-    *(o for o in TINY if not o.startswith("trainer.max_steps")), *TINY_MODELS["transformer"],
-    "trainer.max_steps=-1",  # one whole epoch, so that a validation runs and writes a best checkpoint
-    # EMA weights that lag far behind fast-moving raw weights: the run's test hypotheses come from the EMA weights
-    # only if the final test really evaluates them
-    "callbacks=ema", "callbacks.ema.decay=0.5", "scheduler=constant", "optimizer.lr=0.01",
-    "callbacks.recent_checkpoints.every_n_train_steps=1", "callbacks.recent_checkpoints.save_top_k=2",
-]
+LEGACY = Path(__file__).resolve().parent / "fixtures" / "legacy"  # written by the layout before the package move
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("trained")
-    proc = train(tmp, *RUN_OVERRIDES)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    shutil.rmtree(tmp / "cache")  # a run directory must not need the data cache
-    return tmp / "run"
+@pytest.fixture
+def run_dir(trained_run) -> Path:
+    return trained_run
 
 
 def _env(tmp_path: Path) -> dict:
@@ -48,22 +39,17 @@ def _env(tmp_path: Path) -> dict:
                 OMP_NUM_THREADS="1")
 
 
-def _translate(*args: str, env: dict, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "seqbench.commands.translate", *args], env=env, capture_output=True,
-                          text=True, timeout=300, **kwargs)
-
-
 def test_run_directory_holds_tokenizers_config_and_model_spec(run_dir):
     from seqbench.training.module import Seq2SeqModule
 
-    spec = json.loads((run_dir / MODEL_FILE).read_text())
-    results = json.loads((run_dir / "results.json").read_text())
+    spec = json.loads(RunDir(run_dir).model_file.read_text())
+    results = read_results(run_dir)
     assert (spec["src_vocab_size"], spec["tgt_vocab_size"]) == (results["data"]["src_vocab_size"],
                                                                 results["data"]["tgt_vocab_size"])
     assert spec["model"] == results["model"]["config"] and spec["decoding"]["beam_size"] == 2
     assert {p.name for p in (run_dir / "tokenizers").iterdir()} == {"src.json", "tgt.json"}
-    assert "max_steps: -1" in (run_dir / "config.yaml").read_text()
-    checkpoints = sorted((run_dir / "checkpoints").glob("*.ckpt"))
+    assert "max_steps: -1" in RunDir(run_dir).config_file.read_text()
+    checkpoints = sorted(RunDir(run_dir).checkpoints.glob("*.ckpt"))
     assert len([p for p in checkpoints if p.name.startswith("recent-step")]) == 2
     for path in checkpoints:  # every checkpoint opens without unpickling arbitrary objects and names its model
         hparams = read_checkpoint(path)["hyper_parameters"]
@@ -76,12 +62,13 @@ def test_run_directory_holds_tokenizers_config_and_model_spec(run_dir):
     assert all(torch.equal(v, expected[k]) for k, v in module.state_dict().items())
 
 
+@pytest.mark.integration
 def test_moved_run_translates_stdin_line_by_line_without_cache(run_dir, tmp_path):
     moved = tmp_path / "elsewhere" / "run"
     shutil.copytree(run_dir, moved)
     sources = (run_dir / "sources.test.txt").read_text().splitlines()
     expected = (run_dir / "hypotheses.test.txt").read_text().splitlines()
-    proc = subprocess.Popen([sys.executable, "-m", "seqbench.commands.translate", str(moved)], env=_env(tmp_path),
+    proc = subprocess.Popen([sys.executable, "-m", "seqbench", "translate", str(moved)], env=_env(tmp_path),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # interactive: the first translation arrives while stdin is still open
@@ -130,7 +117,7 @@ def test_average_of_a_run_directory_takes_its_last_recent_checkpoints(run_dir, t
     from seqbench.commands.average import main
 
     main([str(run_dir), "--last", "2", "--output", str(tmp_path / "avg.ckpt")])
-    recent = [read_checkpoint(p) for p in sorted((run_dir / "checkpoints").glob("recent-step*.ckpt"))]
+    recent = [read_checkpoint(p) for p in sorted(RunDir(run_dir).checkpoints.glob("recent-step*.ckpt"))]
     averaged = read_checkpoint(tmp_path / "avg.ckpt")
     assert [a["global_step"] for a in averaged["averaged_from"]] == sorted(c["global_step"] for c in recent)
     for key, value in averaged["state_dict"].items():
@@ -146,15 +133,19 @@ def test_export_round_trips_through_translate(run_dir, tmp_path):
     from seqbench.commands.export import main as export
     from seqbench.commands.translate import main as translate
 
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    (run / ".hydra").mkdir()  # what `seqbench train` leaves (in-process runs have no Hydra job directory)
+    (run / ".hydra" / "overrides.yaml").write_text("- callbacks=ema\n- model.d_model=32\n")
     out = tmp_path / "exported"
-    export([str(run_dir), str(out)])
+    export([str(run), str(out)])
     assert {p.name for p in out.iterdir()} == {"model.safetensors", "model.json", "tokenizers", "config.yaml",
                                                "results.json", "README.md"}
     assert load_file(str(out / "model.safetensors"))  # plain tensors, no pickle
     card = (out / "README.md").read_text()
-    results = json.loads((run_dir / "results.json").read_text())
+    results = read_results(run_dir)
     assert results["test"]["bleu_signature"] in card and f"{results['parameters']:,}" in card
-    assert "| 61+ |" in card and "python train.py paths.cache_dir=" in card and "callbacks=ema" in card
+    assert "| 61+ |" in card and "seqbench train callbacks=ema model.d_model=32" in card
     translate([str(out), "--input", str(run_dir / "sources.test.txt"), "--output", str(tmp_path / "hyp.txt")])
     assert (tmp_path / "hyp.txt").read_text() == (run_dir / "hypotheses.test.txt").read_text()
 
@@ -177,22 +168,21 @@ def _foreign_checkpoint(run_dir: Path, tmp_path: Path, kind: str) -> Path:
 
 
 @pytest.mark.parametrize("kind, message", [("vocabulary", "another vocabulary"), ("architecture", "another model")])
-def test_foreign_checkpoint_is_one_line_error(run_dir, tmp_path, kind, message):
+def test_foreign_checkpoint_is_one_line_error(run_dir, tmp_path, kind, message, capsys):
     path = _foreign_checkpoint(run_dir, tmp_path, kind)
-    proc = _translate(str(run_dir), "--checkpoint", str(path), env=_env(tmp_path), input="a b c\n")
-    assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
+    status, _, err = seqbench_cli(["translate", str(run_dir), "--checkpoint", str(path)], capsys)
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
 
 
-def test_train_false_with_a_foreign_checkpoint_is_one_line_error(run_dir, tmp_path):
+def test_train_false_with_a_foreign_checkpoint_is_one_line_error(run_dir, tmp_path, capsys):
     path = _foreign_checkpoint(run_dir, tmp_path, "architecture")
-    proc = train(tmp_path, *RUN_OVERRIDES, "train=false", f"ckpt_path={path}")
-    assert proc.returncode == 2
-    # (the lines before it are the data cache being built: the check needs the vocabulary)
-    error = proc.stderr.strip().splitlines()[-1]
-    assert error.startswith("error: ") and "model.name='rnn' (expected 'transformer')" in error, proc.stderr
-    assert "Traceback" not in proc.stderr and not (tmp_path / "run" / "checkpoints").exists()
+    status, _, err = seqbench_cli(["train", *TRAINED_RUN, "train=false", f"ckpt_path={path}",
+                                   f"hydra.run.dir={tmp_path / 'run'}", f"paths.cache_dir={run_dir.parent / 'cache'}"],
+                                  capsys)
+    error = err.strip().splitlines()[-1]
+    assert status == 2 and error.startswith("error: ") and "model.name='rnn' (expected 'transformer')" in error, err
+    assert "Traceback" not in err and not RunDir(tmp_path / "run").checkpoints.exists()
 
 
 def test_checkpoint_without_spec_reports_the_shape_that_differs():
@@ -208,26 +198,31 @@ def test_checkpoint_without_spec_reports_the_shape_that_differs():
 
 
 def test_not_a_run_is_one_line_error(tmp_path, capsys):
-    from seqbench.commands.average import main as average
-    from seqbench.commands.cli import run_tool
-    from seqbench.commands.translate import main as translate
-
-    assert run_tool(translate, [str(tmp_path)]) == 2
-    assert run_tool(average, [str(tmp_path), "--output", str(tmp_path / "avg.ckpt")]) == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 2 and "no model.json" in lines[0] and "save_top_k" in lines[1]
+    translate = seqbench_cli(["translate", str(tmp_path)], capsys)
+    average = seqbench_cli(["average", str(tmp_path), "--output", str(tmp_path / "avg.ckpt")], capsys)
+    assert translate[0] == average[0] == 2
+    assert translate[2].startswith("error: ") and "no model.json" in translate[2] and translate[2].count("\n") == 1
+    assert average[2].startswith("error: ") and "save_top_k" in average[2] and average[2].count("\n") == 1
 
 
 def test_recent_checkpoints_are_off_by_default():
-    from hydra import compose, initialize_config_dir
+    cfg = compose_train()
+    assert cfg.callbacks.recent_checkpoints.save_top_k == 0 and "ema" not in cfg.callbacks
+    assert compose_train(["callbacks=ema"]).callbacks.ema._target_ == "seqbench.training.callbacks.EMAWeights"
 
-    from seqbench.config.resolvers import register_resolvers
 
-    register_resolvers()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("train")
-        assert cfg.callbacks.recent_checkpoints.save_top_k == 0 and "ema" not in cfg.callbacks
-        assert compose("train", ["callbacks=ema"]).callbacks.ema._target_ == "seqbench.training.callbacks.EMAWeights"
+@pytest.mark.parametrize("which", ["run", "export"])
+def test_a_run_directory_and_an_export_written_before_the_package_moved_still_translate(which, tmp_path):
+    """tests/fixtures/legacy: a tiny run directory (results.json, model.json, tokenizers, best checkpoint,
+    hypotheses) and its export, written by the code before the package was split into layers."""
+    from seqbench.commands.translate import main as translate
+
+    legacy = tmp_path / which
+    shutil.copytree(LEGACY / which, legacy)
+    assert read_results(legacy)["schema_version"] == 1
+    out = tmp_path / "hyp.txt"
+    translate([str(legacy), "--input", str(LEGACY / "run" / "sources.test.txt"), "--output", str(out)])
+    assert out.read_text() == (LEGACY / "run" / "hypotheses.test.txt").read_text()
 
 
 def test_ema_callback_evaluates_the_average_in_validate_and_test(tmp_path):

@@ -208,7 +208,7 @@ def test_run_names_show_label_shape_and_seed(overrides, name):
     from seqbench.config.resolvers import register_resolvers
 
     register_resolvers()
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("train", overrides=[*overrides, "logger=wandb"], return_hydra_config=True)
     from hydra.core.hydra_config import HydraConfig
 

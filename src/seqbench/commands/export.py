@@ -23,12 +23,12 @@ from seqbench.rundir.results import read_results
 
 
 def _training_command(run_dir: Path) -> str:
-    """`python train.py` with the run's Hydra overrides (.hydra/overrides.yaml), as it was started."""
+    """`seqbench train` with the run's Hydra overrides (.hydra/overrides.yaml), as it was started."""
     overrides_file = run_dir / ".hydra" / "overrides.yaml"
     if not overrides_file.is_file():
-        return "python train.py  # overrides not recorded (.hydra/overrides.yaml missing)"
+        return "seqbench train  # overrides not recorded (.hydra/overrides.yaml missing)"
     overrides = [str(o) for o in OmegaConf.to_container(OmegaConf.load(overrides_file))]
-    return " ".join(["python train.py", *overrides])
+    return " ".join(["seqbench train", *overrides])
 
 
 def _number(value, fmt: str = ",.1f") -> str:

@@ -40,9 +40,9 @@ class Seq2SeqModule(L.LightningModule):
         if model is None:
             if model_spec is None:
                 raise ValueError("Seq2SeqModule needs a model or a model_spec to build one from")
-            from seqbench.rundir.loading import build_model
+            from seqbench.rundir.loading import model_from_spec
 
-            model = build_model(model_spec)
+            model = model_from_spec(model_spec)
         self.model = model
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
         self.label_smoothing, self.val_bleu = label_smoothing, val_bleu

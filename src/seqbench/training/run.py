@@ -13,7 +13,7 @@ from hydra.utils import instantiate
 from lightning.pytorch.callbacks import LearningRateMonitor
 from omegaconf import DictConfig, OmegaConf
 
-from seqbench.common.errors import InputError, user_error
+from seqbench.common.errors import InputError, one_line
 from seqbench.config.against_data import check_against_data
 from seqbench.config.composed import validate
 from seqbench.config.environment import check_checkpoint_file
@@ -125,7 +125,7 @@ def _recorded_run(cfg: DictConfig) -> dict:
             _record_stop(cfg, run_dir, status, stop, progress, guard.phase)
             raise
         except Exception as error:
-            if user_error(error) is None:  # the user's bad input is one line (the caller's); a crash is recorded
+            if one_line(error) is None:  # a bad input (ours, Hydra's, Lightning's) is one line; a crash is recorded
                 _record_stop(cfg, run_dir, "failed", error, progress, guard.phase)
             raise
 

@@ -1,19 +1,23 @@
-"""End to end: a tiny `python train.py -m` over the three architectures records every measurement, leaves what the
-report needs in each run directory, and `python -m seqbench.report` builds the comparison from them."""
+"""A tiny `seqbench train -m` over the three architectures (in-process: Hydra's basic launcher runs the jobs one
+after another) records every measurement, leaves what the report needs in each run directory, and `seqbench report`
+builds the comparison from them."""
 from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
-from test_train_cli import ROOT, TINY
 
 from seqbench.common.io import atomic_write_text
 from seqbench.measure.peaks import CACHE_FILE, CACHE_VERSION, cache_key, device_name
+from seqbench.rundir.layout import RunDir
+from seqbench.rundir.results import read_results
+
+pytestmark = pytest.mark.xdist_group("multirun")  # one worker runs the module fixture, once
+
+
+from conftest import TINY, seqbench_cli
 
 MEASURE = ["measure.decode_sentences=5", "trainer.val_check_interval=2",
            "compare.param_budget=200000"]  # every family resized to 200k parameters
@@ -29,18 +33,17 @@ def multirun(tmp_path_factory):
               "flops_per_s": CACHED_PEAK, "matrix_size": 4096, "measured_at": "2026-01-01T00:00:00+00:00"}
     atomic_write_text(tmp / "cache" / CACHE_FILE, json.dumps({"version": CACHE_VERSION, "peaks": {
         cache_key(cached["device"], "float32", 1): cached}}))
-    env = dict(os.environ, OMP_NUM_THREADS="1", HYDRA_FULL_ERROR="1", WANDB_MODE="offline")
-    args = [sys.executable, str(ROOT / "train.py"), "-m", f"paths.cache_dir={tmp / 'cache'}",
-            f"hydra.sweep.dir={tmp / 'multi'}", *TINY, *MEASURE, "model=transformer,rnn,cnn"]
-    proc = subprocess.run(args, cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    from seqbench.commands import main
+
+    assert main(["train", "-m", f"paths.cache_dir={tmp / 'cache'}", f"hydra.sweep.dir={tmp / 'multi'}", *TINY,
+                 *MEASURE, "model=transformer,rnn,cnn"]) == 0
     return tmp / "multi"
 
 
 def test_results_record_every_measurement(multirun):
     labels, bf16_sources, bf16_peaks = set(), [], set()
     for job in ("0", "1", "2"):
-        results = json.loads((multirun / job / "results.json").read_text())
+        results = read_results(multirun / job)
         labels.add(results["label"])
         assert abs(results["parameters"] - 200_000) <= 20_000 and results["model"]["param_budget"] == 200_000
         for split in ("valid", "test"):
@@ -79,10 +82,10 @@ def test_run_directory_holds_what_the_report_needs(multirun):
     shapes = {}
     for job in ("0", "1", "2"):
         run = multirun / job
-        n = json.loads((run / "results.json").read_text())["test"]["n_sentences"]
+        n = read_results(run)["test"]["n_sentences"]
         for name in ("hypotheses", "references", "sources"):
-            assert (run / f"{name}.test.txt").read_text().count("\n") == n
-        saved = load_attention(run / "attention.pt")
+            assert RunDir(run).text(name, "test").read_text().count("\n") == n
+        saved = load_attention(RunDir(run).attention)
         example = saved["examples"][0]
         attention = example["attention"]
         assert attention.shape[2:] == (len(example["tgt_tokens"]), len(example["src_tokens"]))
@@ -94,10 +97,9 @@ def test_run_directory_holds_what_the_report_needs(multirun):
     assert shapes["rnn"] == (1, 1) and shapes["cnn"] == (4, 1) and shapes["transformer"][0] == 3
 
 
-def test_report_on_the_multirun(multirun):
-    proc = subprocess.run([sys.executable, "-m", "seqbench.report", str(multirun), "--bootstrap", "100"],
-                          capture_output=True, text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_report_on_the_multirun(multirun, capsys):
+    status, _, err = seqbench_cli(["report", str(multirun), "--bootstrap", "100"], capsys)
+    assert status == 0, err[-3000:]
     text = (multirun / "report" / "report.md").read_text()
     assert all(f"| {label} |" in text for label in ("transformer", "rnn-bahdanau", "cnn"))
     assert {"attention_transformer_0.png", "attention_rnn-bahdanau_0.png", "attention_cnn_0.png"} <= \
