@@ -106,15 +106,24 @@ TINY_MODELS = {
 
 
 @functools.cache
-def _composed(overrides: tuple[str, ...], hydra_config: bool):
+def _composed(overrides: tuple[str, ...]):
     from seqbench.config.compose import compose
 
-    return compose(list(overrides), hydra_config=hydra_config)
+    return compose(list(overrides), hydra_config=True)
 
 
 def compose_train(overrides=(), hydra_config: bool = False):
-    """conf/train.yaml with these overrides, composed once per process (tests compose the same configs often)."""
-    return copy.deepcopy(_composed(tuple(overrides), hydra_config))
+    """conf/train.yaml with these overrides (seqbench.config.compose.compose), composed once per process: tests
+    compose the same configs often. Its Hydra config is made current again, as compose does."""
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import open_dict
+
+    cfg = copy.deepcopy(_composed(tuple(overrides)))
+    HydraConfig.instance().set_config(cfg)
+    if not hydra_config:
+        with open_dict(cfg):
+            del cfg["hydra"]
+    return cfg
 
 
 _DATA_CACHE: list[Path] = []  # this worker's data cache (data_cache), once the session has started
@@ -145,18 +154,11 @@ def train_in_process(run_dir: Path, overrides=(), cache_dir: Path | None = None)
     """`seqbench train <overrides>` into `run_dir`, in this process, through seqbench.training.run.run (as the
     lightning-hydra-template's tests train): returns the results record; raises what the run raises. The data comes
     from this worker's data cache unless `cache_dir` says otherwise."""
-    from hydra.core.hydra_config import HydraConfig
-    from omegaconf import open_dict
-
     from seqbench.training.run import run
 
     run_dir = Path(run_dir)
     cache_dir = cache_dir or _DATA_CACHE[0]
-    cfg = compose_train([f"paths.cache_dir={cache_dir}", f"paths.output_dir={run_dir}", *overrides],
-                        hydra_config=True)
-    HydraConfig.instance().set_config(cfg)  # ${hydra:runtime.choices.model} in compare.label
-    with open_dict(cfg):
-        del cfg["hydra"]  # a running job's config has no hydra node
+    cfg = compose_train([f"paths.cache_dir={cache_dir}", f"paths.output_dir={run_dir}", *overrides])
     return run(cfg)
 
 
@@ -179,7 +181,7 @@ def seqbench_cli(argv: list[str], capsys) -> tuple[int, str, str]:
 # set decoded greedily too.
 TRAINED_RUN = [
     *(o for o in TINY if not o.startswith("trainer.max_steps")), *TINY_MODELS["transformer"],
-    "trainer.max_steps=-1", "callbacks=ema", "callbacks.ema.decay=0.5", "scheduler=constant", "optimizer.lr=0.01",
+    "trainer.max_steps=-1", "callbacks=ema", "callbacks.ema.decay=0.5", "scheduler.kind=constant", "optimizer.lr=0.01",
     "callbacks.recent_checkpoints.every_n_train_steps=1", "callbacks.recent_checkpoints.save_top_k=2",
     "module.test_greedy=true",
 ]

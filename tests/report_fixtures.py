@@ -10,8 +10,9 @@ from pathlib import Path
 import torch
 
 from seqbench.decoding.attention import save_attention
+from seqbench.rundir.layout import RunDir
 from seqbench.rundir.results import write_results
-from seqbench.scoring.evaluation import Evaluator, SplitEvaluation
+from seqbench.scoring.evaluation import Evaluator
 
 # label -> (family, share of reference words each model gets right, attention shape [L, H] or None)
 MODELS = {"transformer": ("transformer", 0.9, (2, 2)), "rnnsearch": ("rnn", 0.7, (1, 1)),
@@ -36,7 +37,7 @@ def make_run(run_dir: Path, label: str, seed: int, sources: list[str], reference
     run_dir.mkdir(parents=True)
     hypotheses = [_hypothesis(r, accuracy, rng) for r in references]
     test = Evaluator().score(hypotheses, references, sources)
-    Evaluator.write(run_dir, "test", SplitEvaluation(test, hypotheses, references, sources, list(range(len(sources)))))
+    RunDir(run_dir).write_texts("test", {"hypotheses": hypotheses, "references": references, "sources": sources})
     speed = {"transformer": 3.0, "rnn": 1.0}[family] * rng.uniform(0.9, 1.1)
     results = {
         "label": label, "model": {"name": family, "class": "x", "config": {}, "param_budget": None},
@@ -65,7 +66,7 @@ def make_run(run_dir: Path, label: str, seed: int, sources: list[str], reference
         attention = None if heads is None else torch.softmax(torch.randn(*heads, len(tgt), len(src)), -1)
         examples.append({"index": k, "source": sources[k], "hypothesis": hypotheses[k], "src_tokens": src,
                          "tgt_tokens": tgt, "attention": attention})
-    save_attention(run_dir / "attention.pt", label, family, examples)
+    save_attention(RunDir(run_dir).attention, label, family, examples)
     return run_dir
 
 
@@ -85,7 +86,8 @@ def make_structured_multirun(root: Path, n_sentences: int = 150) -> Path:
     """Runs on a structured corpus (the synthetic pair with cross-clause references), so results.json carries BLEU
     by clauses and by longest dependency and the targeted accuracy: "oracle" outputs the references, "dropper"
     drops a quarter of their words (and, decoding greedily, test.greedy, half); two seeds each."""
-    from seqbench.data.synthetic import STRUCTURE_COLUMNS, GrammarConfig, Lexicon, SentenceGenerator
+    from seqbench.common.structure import STRUCTURE_COLUMNS
+    from seqbench.data.synthetic import GrammarConfig, Lexicon, SentenceGenerator
 
     cfg = GrammarConfig(p_cross_clause_reference=0.6)
     generator = SentenceGenerator(cfg, Lexicon.build(cfg), random.Random(0))
@@ -101,8 +103,7 @@ def make_structured_multirun(root: Path, n_sentences: int = 150) -> Path:
         test = Evaluator().score(hypotheses, references, sources, structure=structure)
         test["greedy"] = Evaluator().score(references if label == "oracle" else [
             " ".join(w for w in r.split() if rng.random() > 0.5) for r in references], references, sources)
-        Evaluator.write(run_dir, "test", SplitEvaluation(test, hypotheses, references, sources,
-                                                         list(range(n_sentences))))
+        RunDir(run_dir).write_texts("test", {"hypotheses": hypotheses, "references": references, "sources": sources})
         write_results({"label": label, "model": {"name": "rnn", "class": "x", "config": {}, "param_budget": None},
                        "parameters": 1000, "seed": seed, "test": test}, run_dir)
     return root

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from conftest import compose_train, seqbench_cli
 
 TINY_DATA = ["data.corpus.train_size=60", "data.corpus.valid_per_bucket=1", "data.corpus.test_per_bucket=1",
@@ -40,8 +41,10 @@ CONFIG_CASES = [
     ("lr_zero", ["optimizer.lr=0"], "optimizer.lr"),
     ("betas_one_value", ["optimizer.betas=[0.9]"], "optimizer.betas"),
     ("warmup_negative", ["scheduler.warmup_steps=-10"], "scheduler.warmup_steps"),
-    ("cosine_total_below_warmup", ["scheduler=cosine", "scheduler.warmup_steps=100", "scheduler.total_steps=10"],
-     "scheduler.total_steps"),
+    ("cosine_total_below_warmup", ["scheduler.kind=cosine", "scheduler.warmup_steps=100",
+                                   "scheduler.total_steps=10"], "scheduler.total_steps"),
+    ("cosine_without_an_end", ["scheduler.kind=cosine", "trainer.max_steps=-1"], "scheduler.total_steps=-1"),
+    ("schedule_unknown", ["scheduler.kind=linear"], "scheduler.kind='linear': must be one of inverse_sqrt"),
     ("clip_negative", ["trainer.gradient_clip_val=-1"], "trainer.gradient_clip_val"),
     ("precision_unknown", ["trainer.precision=8-bit"], "trainer.precision"),
     ("limit_val_fraction_above_1", ["trainer.limit_val_batches=1.5"], "trainer.limit_val_batches"),
@@ -219,7 +222,7 @@ def test_valid_edge_values_pass():
 
     overrides = ["trainer.max_epochs=-1", "trainer.max_steps=-1", "trainer.max_time=null", "seed=0",
                  "trainer.limit_val_batches=5", "+trainer.limit_train_batches=0.5", "trainer.devices=auto",
-                 "trainer.precision=bf16-mixed", "trainer.gradient_clip_val=null", "scheduler=cosine",
+                 "trainer.precision=bf16-mixed", "trainer.gradient_clip_val=null", "scheduler.kind=cosine",
                  "scheduler.warmup_steps=10", "scheduler.total_steps=10", "+trainer.strategy=ddp",
                  "trainer.val_check_interval=200", "trainer.deterministic=warn", "logger=none"]
     validate(compose_train(overrides))

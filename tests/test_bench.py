@@ -1,33 +1,34 @@
-"""`python -m seqbench.commands.bench --tiny` end to end (every row and ratio in its JSON), the uncached greedy search it
+"""`seqbench bench --tiny` end to end, in-process (every row and ratio in its JSON), the uncached greedy search it
 times against the cached one, and the plain PyTorch baselines it trains beside seqbench's models."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
-from conftest import SRC_VOCAB, build_tiny_model, random_batch
 
 from seqbench.commands.bench import recompute_greedy
 from seqbench.decoding.search import DecodingConfig, greedy_search
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import SRC_VOCAB, build_tiny_model, random_batch, seqbench_cli
 
 
-def bench(tmp_path, *args):
-    env = dict(os.environ, OMP_NUM_THREADS="1", SEQBENCH_CACHE_DIR=str(tmp_path / "cache"))
-    return subprocess.run([sys.executable, "-m", "seqbench.commands.bench", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+def bench(tmp_path, capsys, monkeypatch, *args):
+    """`seqbench bench <args>` in this process, with its own peak cache: (status, stdout, stderr)."""
+    monkeypatch.setenv("SEQBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    threads = torch.get_num_threads()
+    try:
+        return seqbench_cli(["bench", *args], capsys)
+    finally:
+        torch.set_num_threads(threads)  # the bench sets the process's thread count
 
 
-def test_tiny_bench_has_every_row_and_ratio(tmp_path):
+def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
     out = tmp_path / "bench.json"
-    proc = bench(tmp_path, "--tiny", "--threads", "1", "--preset", "transformer", "--json", str(out),
-                 "--decode-tokens", "9")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    status, stdout, stderr = bench(tmp_path, capsys, monkeypatch, "--tiny", "--threads", "1", "--preset",
+                                   "transformer", "--json", str(out), "--decode-tokens", "9")
+    assert status == 0, stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["machine"]["threads"] == 1 and result["machine"]["device_type"] == "cpu"
     peak = result["machine"]["peaks"]["float32"]
@@ -59,8 +60,8 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path):
             assert row[kind]["target_tokens"] == n * tokens == n * 9  # every hypothesis forced to --decode-tokens
         assert row["cache_speedup_greedy"] > 0
     for name in rows:
-        assert f"| {name} |" in proc.stdout
-    assert "MFU denominator" in proc.stdout and "cache speed-up" in proc.stdout
+        assert f"| {name} |" in stdout
+    assert "MFU denominator" in stdout and "cache speed-up" in stdout
 
 
 @pytest.mark.parametrize("args, message", [
@@ -69,9 +70,9 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path):
     (["--force"], "--measure-peak"),
     (["--decode-tokens", "0"], "--decode-tokens=0: must be a positive integer"),
 ])
-def test_bad_arguments_exit_2_with_a_message(tmp_path, args, message):
-    proc = bench(tmp_path, "--tiny", *args)
-    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+def test_bad_arguments_exit_2_with_a_message(tmp_path, capsys, monkeypatch, args, message):
+    status, _, stderr = bench(tmp_path, capsys, monkeypatch, "--tiny", *args)
+    assert status == 2 and message in stderr and "Traceback" not in stderr
     assert not (tmp_path / "bench.json").exists()
 
 

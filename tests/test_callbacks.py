@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from seqbench.common.tokens import PAD_ID
-from seqbench.models.transformer import Transformer
 from seqbench.training.callbacks import TrainThroughput
 
 
@@ -19,17 +18,25 @@ def _batch(src_lengths: list[int], tgt_lengths: list[int]) -> dict:
     return {"src": torch.full(src_mask.shape, 5), "src_mask": src_mask, "tgt_out": tgt_out}
 
 
+class LinearCost:
+    """A stand-in model whose forward FLOPs per target token are 1000 per mean source token plus 10 per mean target
+    token, so the expected totals can be written out by hand."""
+
+    @staticmethod
+    def flops_per_token(src_len: float, tgt_len: float) -> float:
+        return 1000 * src_len + 10 * tgt_len
+
+
 def test_training_flops_are_summed_per_batch_at_its_own_mean_lengths():
-    model = Transformer(src_vocab_size=50, tgt_vocab_size=60, d_model=16, n_heads=2, d_ff=32, encoder_layers=1,
-                        decoder_layers=1)
-    module = SimpleNamespace(model=model, device=torch.device("cpu"), log=lambda *args, **kwargs: None)
+    module = SimpleNamespace(model=LinearCost(), device=torch.device("cpu"), log=lambda *args, **kwargs: None)
     callback = TrainThroughput(warmup_steps=1)
     callback.on_train_start(None, module)
     batches = [_batch([4, 6], [3, 5]), _batch([10, 20, 30], [12, 18, 33])]
     for batch in batches:
         callback.on_train_batch_end(None, module, None, batch, 0)
-    # 2 sentences, 10 source and 8 target tokens; then 3 sentences, 60 source and 63 target tokens
-    expected = 3 * model.flops_per_token(5.0, 4.0) * 8 + 3 * model.flops_per_token(20.0, 21.0) * 63
+    # 2 sentences, 10 source and 8 target tokens (means 5 and 4): 3 x (5,000 + 40) x 8 = 120,960; then 3 sentences,
+    # 60 source and 63 target tokens (means 20 and 21): 3 x (20,000 + 210) x 63 = 3,819,690
+    expected = 120_960 + 3_819_690
     assert callback.train_flops == pytest.approx(expected)
     # the warm-up excludes steps from tokens/s, never from the work done
     assert callback.summary(world_size=2)["train_flops"] == pytest.approx(2 * expected)

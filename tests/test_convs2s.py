@@ -3,19 +3,17 @@ multi-step attention over z + e, weight norm and init, gradient scaling, FLOPs, 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import SRC_VOCAB, TGT_VOCAB, build_tiny_model, random_batch
 from torch import nn
 from torch.nn.utils import parametrize
 
 from seqbench.common.tokens import PAD_ID
 from seqbench.models.convs2s import ConvS2S
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+from conftest import SRC_VOCAB, TGT_VOCAB, build_tiny_model, compose_train, random_batch
 
 
 def _batch(lengths=(7, 4, 5), tgt_len=8, seed=0):
@@ -150,25 +148,19 @@ def test_flops_per_token_counts_every_weight_once():
 
 
 def _compose(preset: str):
-    from hydra import compose, initialize_config_dir
-
-    from seqbench.config.resolvers import register_resolvers
-
-    register_resolvers()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose("train", overrides=[f"model={preset}"])
+    return compose_train([f"model={preset}"])
 
 
 @pytest.mark.parametrize("preset", ["cnn", "convs2s_wmt_en_de"])
 def test_presets_compose_validate_and_instantiate(preset):
     from seqbench.config.composed import validate
-    from seqbench.training.run import build_model
+    from seqbench.models.interface import build_model
 
     cfg = _compose(preset)
     validate(cfg)
     assert cfg.model.name == "cnn"
     torch.manual_seed(0)
-    model = build_model(cfg, 50, 60).eval()
+    model = build_model(cfg.model, 50, 60).eval()
     assert isinstance(model, ConvS2S)
     src, mask, tgt = _batch(lengths=(5, 3), tgt_len=4)
     src, tgt = src % 50, tgt % 60
@@ -179,12 +171,12 @@ def test_presets_compose_validate_and_instantiate(preset):
 def test_wmt_preset_size_matches_the_paper():
     """fconv_wmt_en_de: 15 + 15 blocks (9x512, 4x1024, 2x2048 1x1), 768-d embeddings; with a 40k joint BPE vocabulary
     about 210M parameters (~126M outside the embeddings and the output layer). Built on the meta device (no memory)."""
-    from seqbench.training.run import build_model
+    from seqbench.models.interface import build_model
 
     cfg = _compose("convs2s_wmt_en_de")
     assert len(cfg.model.encoder_layers) == len(cfg.model.decoder_layers) == 15
     with torch.device("meta"):
-        model = build_model(cfg, 40000, 40000)
+        model = build_model(cfg.model, 40000, 40000)
     total = model.num_parameters()
     print(f"convs2s_wmt_en_de parameters with a 40k vocabulary: {total:,}")
     assert 190e6 < total < 230e6

@@ -1,10 +1,12 @@
-"""`python -m seqbench.data describe`: composes conf/ with overrides and reports sizes, length buckets, vocabularies."""
+"""`seqbench data describe`: composes the configs with overrides and reports sizes, length buckets, vocabularies."""
 from __future__ import annotations
 
 import json
 
 from seqbench.commands.data import main
 from seqbench.data.stats import BUCKET_LABELS
+
+from conftest import seqbench_cli
 
 
 def tiny(cache_dir) -> list[str]:
@@ -41,11 +43,13 @@ def test_describe_tables(tmp_path, capsys):
 
 
 def test_describe_errors_are_one_line(tmp_path, capsys):
-    assert main(["describe", "data=bible", "data.corpus.pair=en-xx", f"paths.cache_dir={tmp_path}"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["error: data.corpus.pair='en-xx': allowed pairs are en-es, en-fr, en-it, en-ru "
-                   "(public-domain translations only)"]
-    assert main(["describe", "data=nonexistent"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: data=nonexistent: no such config") and "synthetic" in err[0]
-    assert main(["summarise"]) == 2
+    status, _, err = seqbench_cli(["data", "describe", "data=bible", "data.corpus.pair=en-xx",
+                                   f"paths.cache_dir={tmp_path}"], capsys)
+    assert status == 2 and err.strip().splitlines() == [
+        "error: data.corpus.pair='en-xx': allowed pairs are en-es, en-fr, en-it, en-ru "
+        "(public-domain translations only)"]
+    status, _, err = seqbench_cli(["data", "describe", "data=nonexistent"], capsys)
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1 and lines[0].startswith("error: data=nonexistent: no such config")
+    assert "synthetic" in lines[0]
+    assert seqbench_cli(["data", "summarise"], capsys)[0] == 2

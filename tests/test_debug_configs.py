@@ -2,14 +2,15 @@
 repeats the same batches (the token-budget batch sampler is not shuffled under Lightning's overfit_batches)."""
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
 
 import pytest
-from test_readme import ROOT, _compose
-from test_train_cli import TINY, TINY_MODELS, train
 
+from seqbench.config.compose import CONF_DIR
 from seqbench.config.composed import validate
+from seqbench.rundir.layout import RunDir
+
+from conftest import TINY, TINY_MODELS, compose_train, train_in_process
 
 DEBUG = sorted(p.stem for p in (CONF_DIR / "debug").glob("*.yaml") if p.stem != "default")
 
@@ -20,30 +21,29 @@ def test_the_four_debug_configs_exist():
 
 @pytest.mark.parametrize("name", DEBUG)
 def test_debug_config_composes_over_the_defaults(name):
-    cfg = _compose([f"debug={name}"])
+    cfg = compose_train([f"debug={name}"])
     validate(cfg)
     assert cfg.task_name == "debug" and cfg.measure.decode_sentences <= 16  # measurements cut to seconds
-    assert _compose([f"debug={name}", "experiment=arch_comparison"]).task_name == "debug"  # applied after presets
+    assert compose_train([f"debug={name}", "experiment=arch_comparison"]).task_name == "debug"  # applied after presets
 
 
 def test_limit_bounds_every_loop():
-    trainer = _compose(["debug=limit"]).trainer
+    trainer = compose_train(["debug=limit"]).trainer
     assert trainer.max_epochs == 1 and trainer.max_time is None
     assert 0 < trainer.limit_train_batches <= 20 and trainer.limit_val_batches <= 2 and trainer.limit_test_batches <= 2
 
 
 def test_fast_dev_run_goes_through_the_whole_run(tmp_path):
-    proc = train(tmp_path, *[o for o in TINY if o != "debug=limit"], "debug=fdr", *TINY_MODELS["rnn_bahdanau"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    results = train_in_process(tmp_path / "run", [*(o for o in TINY if o != "debug=limit"), "debug=fdr",
+                                                  *TINY_MODELS["rnn_bahdanau"]])
     assert results["train"]["steps"] == 1 and results["test"]["n_sentences"] > 0
-    assert (tmp_path / "run" / "hypotheses.test.txt").is_file()
+    hypotheses = RunDir(tmp_path / "run").text("hypotheses", "test").read_text().splitlines()
+    assert len(hypotheses) == results["test"]["n_sentences"]
 
 
 def test_profiler_writes_the_profile(tmp_path):
-    proc = train(tmp_path, *[o for o in TINY if o != "debug=limit"], "debug=profiler", "trainer.limit_train_batches=3",
-                 *TINY_MODELS["transformer"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    train_in_process(tmp_path / "run", [*(o for o in TINY if o != "debug=limit"), "debug=profiler",
+                                        "trainer.limit_train_batches=3", *TINY_MODELS["transformer"]])
     profile = (tmp_path / "run" / "fit-profile.txt").read_text()
     assert "run_training_batch" in profile  # Lightning's simple profiler's table of hooks
 
@@ -51,7 +51,7 @@ def test_profiler_writes_the_profile(tmp_path):
 def test_overfit_repeats_the_same_training_batches(tmp_path):
     from hydra.utils import instantiate
 
-    cfg = _compose(["debug=overfit", f"paths.cache_dir={tmp_path}", "data.corpus.train_size=200",
+    cfg = compose_train(["debug=overfit", f"paths.cache_dir={tmp_path}", "data.corpus.train_size=200",
                     "data.corpus.valid_per_bucket=1", "data.corpus.test_per_bucket=1", "data.vocab_size=300",
                     "data.max_tokens=256"])
     datamodule = instantiate(cfg.data)

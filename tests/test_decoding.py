@@ -1,14 +1,16 @@
-"""Beam search (seqbench.decoding.search) against exhaustive search on tiny models, and its fairseq-style bookkeeping."""
+"""Beam search (seqbench.decoding.search) against exhaustive search on tiny models, and its fairseq-style
+bookkeeping."""
 from __future__ import annotations
 
 import itertools
 
 import pytest
 import torch
-from conftest import build_tiny_model, random_batch
 
 from seqbench.common.tokens import BOS_ID, EOS_ID
 from seqbench.decoding.search import DecodingConfig, beam_search, greedy_search, length_penalty
+
+from conftest import build_tiny_model, random_batch
 
 TINY_VOCAB = 6  # pad, bos, eos, unk and two words: every output sequence can be enumerated
 

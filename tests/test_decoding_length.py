@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import build_tiny_model, random_batch
 
 from seqbench.common.tokens import EOS_ID
 from seqbench.decoding.search import DecodingConfig, generate, length_limits
 from seqbench.models.interface import Seq2Seq
+
+from conftest import build_tiny_model, random_batch
 
 
 class EosBias(Seq2Seq):
@@ -72,10 +73,11 @@ def test_length_limits_min_len_wins_over_a_smaller_limit():
     (["module.decoding.min_len=5", "module.decoding.max_len=4"], "module.decoding.min_len"),
 ])
 def test_config_check_rejects_bad_lengths(overrides, key):
-    from seqbench.commands.data import compose_config
     from seqbench.common.errors import ConfigError
     from seqbench.config.composed import validate
 
-    validate(compose_config(["module.decoding.min_len=3", "module.decoding.max_len=3"]))
+    from conftest import compose_train
+
+    validate(compose_train(["module.decoding.min_len=3", "module.decoding.max_len=3"]))
     with pytest.raises(ConfigError, match=key):
-        validate(compose_config(overrides))
+        validate(compose_train(overrides))

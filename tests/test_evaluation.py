@@ -1,4 +1,4 @@
-"""seqbench.scoring.evaluation.Evaluator (the one scoring path) and `python -m seqbench.commands.score` on hand-made files."""
+"""seqbench.scoring.evaluation.Evaluator (the one scoring path) and `seqbench score` on hand-made files."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,11 @@ import sacrebleu
 
 from seqbench.commands.score import main
 from seqbench.common.io import read_lines
-from seqbench.scoring.evaluation import Evaluator, SplitEvaluation, split_file
-from seqbench.scoring.metrics import bleu_by_length, corpus_bleu, corpus_chrf, paired_bootstrap
+from seqbench.rundir.layout import RunDir
+from seqbench.scoring.evaluation import Evaluator
+from seqbench.scoring.metrics import bleu_by_length, corpus_bleu, corpus_chrf
+
+from conftest import seqbench_cli
 
 SOURCES = ["a b c", "d e f g h i j k l m n o", "p q", "r s t u v w x y z a b c d e f g h i j k l m n"]
 REFERENCES = ["the cat sat on the mat", "a dog barked at the moon tonight", "hello there", "it rains a lot today"]
@@ -33,7 +36,10 @@ def test_score_is_the_metrics_of_seqbench_metrics():
 def test_baseline_adds_its_scores_and_the_paired_test():
     scores = Evaluator(bootstrap_samples=100).score(HYPOTHESES, REFERENCES, SOURCES, baseline=BASELINE)
     assert scores["baseline"] == Evaluator().score(BASELINE, REFERENCES, SOURCES)
-    assert scores["significance"] == paired_bootstrap(BASELINE, HYPOTHESES, REFERENCES, n_samples=100)
+    test = scores["significance"]  # this system against the baseline, not the other way round
+    assert test["baseline_bleu"] == sacrebleu.corpus_bleu(BASELINE, [REFERENCES]).score
+    assert test["bleu"] == sacrebleu.corpus_bleu(HYPOTHESES, [REFERENCES]).score > test["baseline_bleu"]
+    assert 0 < test["p_value"] <= 1 and test["ci"] > 0
 
 
 def test_mismatched_lengths_and_bad_buckets_are_errors():
@@ -54,10 +60,10 @@ def test_metric_names_are_the_logged_ones():
 
 
 def test_written_files_read_back_exactly(tmp_path):
-    evaluation = SplitEvaluation({}, HYPOTHESES, REFERENCES, SOURCES, [0, 1, 2, 3])
-    paths = Evaluator.write(tmp_path, "test", evaluation)
+    paths = RunDir(tmp_path).write_texts("test", {"hypotheses": HYPOTHESES, "references": REFERENCES,
+                                                  "sources": SOURCES})
     assert [p.name for p in paths] == ["hypotheses.test.txt", "references.test.txt", "sources.test.txt"]
-    assert read_lines(split_file(tmp_path, "hypotheses", "test")) == HYPOTHESES  # the empty hypothesis included
+    assert read_lines(RunDir(tmp_path).text("hypotheses", "test")) == HYPOTHESES  # the empty hypothesis included
     assert read_lines(paths[2]) == SOURCES
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)  # no temporary files left
 
@@ -102,8 +108,9 @@ def _bad_utf8(path):
     (lambda f, t: ["--hyp", str(f["hyp"]), "--ref", str(f["ref"]), "--buckets", "ten"], "--buckets ten"),
 ])
 def test_score_cli_errors_are_one_line(files, tmp_path, capsys, args, message):
-    assert main(args(files, tmp_path)) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    status, _, err = seqbench_cli(["score", *args(files, tmp_path)], capsys)
+    assert status == 2
+    err = err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
 
 

@@ -2,16 +2,17 @@
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import pytest
 import torch
 from omegaconf import OmegaConf
 
+from seqbench.config.compose import CONF_DIR
 from seqbench.config.composed import validate
 from seqbench.models.sizing import TOLERANCE
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+from conftest import compose_train
+
 EXPERIMENTS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
 # Expected model labels per experiment (the sweep's cartesian product, seeds folded).
 LABELS = {
@@ -32,13 +33,7 @@ LABELS = {
 
 
 def _compose(overrides: list[str], hydra_config: bool = False):
-    from hydra import compose, initialize_config_dir
-
-    from seqbench.config.resolvers import register_resolvers
-
-    register_resolvers()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose("train", overrides=overrides, return_hydra_config=hydra_config)
+    return compose_train(overrides, hydra_config)
 
 
 def _jobs(experiment: str) -> list[list[str]]:
@@ -49,8 +44,11 @@ def _jobs(experiment: str) -> list[list[str]]:
     return [[f"experiment={experiment}", *job] for job in itertools.product(*axes)]
 
 
-def test_every_experiment_has_a_cpu_and_a_gpu_variant():
+def test_every_experiment_is_listed_and_every_cpu_preset_but_one_has_a_gpu_variant():
+    """The long-range preset has no GPU variant: its data is the synthetic pair, which a GPU does not make longer."""
     assert set(EXPERIMENTS) == set(LABELS)
+    cpu = {e for e in EXPERIMENTS if not e.endswith("_gpu")}
+    assert {e for e in cpu if f"{e}_gpu" not in EXPERIMENTS} == {"rnn_vs_attention_longrange"}
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
@@ -185,11 +183,12 @@ def test_default_label_names_the_model(overrides, label):
 
 
 def test_built_model_of_a_preset_job_runs():
-    from seqbench.training.run import build_model
+    from seqbench.models.interface import build_model
+    from seqbench.training.run import model_config
 
     cfg = _compose(_jobs("arch_comparison")[0])
     torch.manual_seed(0)
-    model = build_model(cfg, 60, 70).eval()
+    model = build_model(model_config(cfg, 60, 70), 60, 70).eval()
     assert model.num_parameters() > 0
 
 

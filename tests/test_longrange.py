@@ -4,16 +4,13 @@ targeted accuracy / BLEU by group score what they claim."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 import sacrebleu
 
-from seqbench.common.structure import STRUCTURE_COLUMNS
+from seqbench.common.structure import ADJ_AGREEMENT, STRUCTURE_COLUMNS, VERB_AGREEMENT
 from seqbench.common.text import word_count
 from seqbench.data.synthetic import (
-    _ADJ_AGREEMENT,
-    _VERB_AGREEMENT,
     GrammarConfig,
     Lexicon,
     SentenceGenerator,
@@ -23,7 +20,7 @@ from seqbench.data.synthetic import (
 from seqbench.scoring.metrics import bleu_by_group, bleu_by_length
 from seqbench.scoring.targeted import DEFAULT_DISTANCE_EDGES, marker_found, structure_scores, targeted_accuracy
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+from conftest import compose_train
 
 
 def test_default_task_is_unchanged():
@@ -81,7 +78,7 @@ def test_recorded_dependencies_on_a_hand_checked_derivation():
                      ("reference", 1, 18, 17), ("agreement", 1, 19, 18)]
     assert row["clauses"] == 6 and row["max_dependency"] == 18
     # target: the fronted clause first ("ph-marker verb kau"), then clause 1 with its verbs stacked innermost first
-    agree, pron = _VERB_AGREEMENT[(noun.gender, False)], "ph" + _ADJ_AGREEMENT[(noun.gender, False)]
+    agree, pron = VERB_AGREEMENT[(noun.gender, False)], "ph" + ADJ_AGREEMENT[(noun.gender, False)]
     np_tgt = noun.tgt + ["na"]
     assert row["tgt"].rstrip(".").split() == (
         [pron, intr_tgt + agree, "kau"] + np_tgt + ["ke"] + np_tgt + ["ke"] + np_tgt
@@ -100,10 +97,7 @@ def test_recorded_dependencies_on_a_hand_checked_derivation():
 @pytest.fixture(scope="module")
 def longrange():
     """A modest test split of the data=synthetic_longrange preset (its options read from the composed config)."""
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        corpus = compose("train", overrides=["data=synthetic_longrange"]).data.corpus
+    corpus = compose_train(["data=synthetic_longrange"]).data.corpus
     options = {k: v for k, v in corpus.items() if k.startswith("p_")}
     assert set(options) == {"p_cross_clause_reference", "p_center_embedding", "p_clause_fronting"}
     cfg = GrammarConfig(seed=corpus.seed, train_size=50, valid_per_bucket=1, test_per_bucket=40, **options)
@@ -148,8 +142,8 @@ def test_targeted_accuracy_reads_hypotheses_not_references(longrange):
     for ref, sentence in zip(refs, deps):
         words = ref.rstrip(".").split()
         d = sentence[-1]
-        wrong = next(m for m in sorted(_VERB_AGREEMENT.values() if d["kind"] == "agreement"
-                                       else _ADJ_AGREEMENT.values()) if m != d["marker"])
+        wrong = next(m for m in sorted(VERB_AGREEMENT.values() if d["kind"] == "agreement"
+                                       else ADJ_AGREEMENT.values()) if m != d["marker"])
         words[d["tgt_index"]] = d["stem"] + wrong
         corrupted.append(" ".join(words) + ".")
     scored = targeted_accuracy(corrupted, deps)

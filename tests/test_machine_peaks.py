@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from seqbench import benchmark, machine_peaks
+from seqbench.measure import peaks as machine_peaks
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def fake_measure(monkeypatch):
         calls.append((dtype, torch.get_num_threads()))
         return {"flops_per_s": 1e11 if dtype == torch.float32 else 2e10, "matrix_size": 512}
 
-    monkeypatch.setattr(benchmark, "matmul_peak_flops", measure)
+    monkeypatch.setattr(machine_peaks, "matmul_peak_flops", measure)
     return calls
 
 
@@ -39,7 +39,7 @@ def test_peak_is_measured_once_then_read_from_the_cache(tmp_path, monkeypatch, f
     busy = entry["cpu_busy_fraction"]  # /proc/stat exists where the tests run (Linux)
     assert 0 <= busy <= 1 and entry["cores_idle"] == (busy < machine_peaks.IDLE_BUSY)
 
-    monkeypatch.setattr(benchmark, "matmul_peak_flops", _refuse)
+    monkeypatch.setattr(machine_peaks, "matmul_peak_flops", _refuse)
     second = machine_peaks.cached_peaks(cpu, tmp_path, seconds=0.01)
     assert second["float32"]["source"] == "cached" and second["float32"]["flops_per_s"] == 1e11
     assert {k: v for k, v in second["bfloat16"].items() if k != "source"} == \
@@ -79,7 +79,7 @@ def test_measure_peak_cli_writes_the_cache(tmp_path, monkeypatch, fake_measure, 
     monkeypatch.setenv("SEQBENCH_CACHE_DIR", str(tmp_path))
     assert main(["--measure-peak", "--threads", str(torch.get_num_threads())]) == 0
     assert json.loads(capsys.readouterr().out)["float32"]["source"] == "measured now"
-    monkeypatch.setattr(benchmark, "matmul_peak_flops", _refuse)
+    monkeypatch.setattr(machine_peaks, "matmul_peak_flops", _refuse)
     assert main(["--measure-peak", "--threads", str(torch.get_num_threads())]) == 0
     assert json.loads(capsys.readouterr().out)["float32"]["source"] == "cached"
 

@@ -7,20 +7,16 @@ import random
 import pytest
 import sacrebleu
 import torch
-from conftest import build_tiny_model
 
 from seqbench.common.subset import fixed_subset
 from seqbench.common.text import DEFAULT_LENGTH_EDGES, bucket_index, length_buckets
 from seqbench.decoding.search import DecodingConfig
-from seqbench.measure.speed import (
-    decode_speed,
-    matmul_peak_flops,
-    peak_memory,
-    reset_peak_memory,
-    training_dtype,
-    training_flops,
-)
+from seqbench.measure.memory import peak_memory, reset_peak_memory
+from seqbench.measure.peaks import training_dtype, training_flops
+from seqbench.measure.speed import decode_speed
 from seqbench.scoring.metrics import bleu_by_length, paired_bootstrap
+
+from conftest import build_tiny_model
 
 
 def test_default_buckets_are_the_synthetic_strata():
@@ -84,12 +80,34 @@ def test_paired_bootstrap_separates_a_better_system():
     assert paired_bootstrap(good, alike, refs, n_samples=200)["p_value"] > 0.05  # same quality: no evidence
 
 
-def test_matmul_peak_is_positive_and_finite():
-    peak = matmul_peak_flops(torch.device("cpu"), torch.float32, seconds=0.1, max_size=512)
-    assert math.isfinite(peak["flops_per_s"]) and peak["flops_per_s"] > 0
-    assert peak["matrix_size"] in (256, 512)
-    bf16 = matmul_peak_flops(torch.device("cpu"), torch.bfloat16, seconds=0.05, max_size=256)
-    assert math.isfinite(bf16["flops_per_s"]) and bf16["flops_per_s"] > 0
+def test_matmul_peak_grows_the_matrix_until_a_product_takes_a_twentieth_of_the_budget(monkeypatch):
+    """n doubles from 256 while one product takes less than seconds / 20 (here products cost n^3 / 1e10 s: 1024 is
+    the first to reach 0.05 s of a 1-second budget), and the peak is the best window's 2 n^3 / time."""
+    from seqbench.measure import peaks
+
+    calls_at = {}
+    speedups = [1.0, 1.0, 1.0, 0.9, 0.8]  # at n = 1024: warm-up, the sizing product, then windows, faster and faster
+
+    def timed(a, b, out, repeats):
+        n = a.size(0)
+        calls_at[n] = calls_at.get(n, 0) + 1
+        factor = speedups[min(calls_at[n], len(speedups)) - 1] if n == 1024 else 1.0
+        return repeats * n ** 3 / 1e10 * factor
+
+    monkeypatch.setattr(peaks, "_timed_products", timed)
+    peak = peaks.matmul_peak_flops(torch.device("cpu"), torch.float32, seconds=1.0)  # a twentieth: 0.05 s
+    assert peak["matrix_size"] == 1024 and calls_at[256] == calls_at[512] == 2  # warm-up and sizing product each
+    assert peak["flops_per_s"] == pytest.approx(2 * 1e10 / 0.8)
+    capped = peaks.matmul_peak_flops(torch.device("cpu"), torch.float32, seconds=0.5, max_size=512)
+    assert capped["matrix_size"] == 512  # products of 512 take less than a twentieth here: the cap stops the growth
+
+
+def test_a_real_matmul_peak_is_finite():
+    from seqbench.measure.peaks import matmul_peak_flops
+
+    for dtype in (torch.float32, torch.bfloat16):
+        peak = matmul_peak_flops(torch.device("cpu"), dtype, seconds=0.05, max_size=256)
+        assert math.isfinite(peak["flops_per_s"]) and peak["flops_per_s"] > 0 and peak["matrix_size"] == 256
 
 
 def test_training_flops_and_mfu():
@@ -113,12 +131,12 @@ def test_decode_speed_counts_sentences_and_tokens(case):
         src = torch.randint(4, 40, (len(lengths), max(lengths)))
         mask = torch.arange(max(lengths))[None, :] < torch.tensor(lengths)[:, None]
         batches.append({"src": src.masked_fill(~mask, 0), "src_mask": mask})
-    for beam in (1, 3):
-        speed = decode_speed(model, batches, DecodingConfig(beam_size=beam, max_len_a=1.0, max_len_b=2),
+    for beam in (1, 3):  # every hypothesis forced to 4 tokens, as the end-of-run speed sample forces them
+        speed = decode_speed(model, batches, DecodingConfig(beam_size=beam, min_len=4, max_len=4),
                              torch.device("cpu"), warmup_batches=1)
-        assert speed["sentences"] == 5 and speed["beam_size"] == beam
-        assert 0 <= speed["target_tokens"] <= sum(l + 2 for l in (5, 3, 7, 7, 2))
-        assert speed["seconds"] > 0 and math.isfinite(speed["sentences_per_s"]) and speed["sentences_per_s"] > 0
+        assert speed["sentences"] == 5 and speed["beam_size"] == beam and speed["target_tokens"] == 5 * 4
+        assert speed["sentences_per_s"] == pytest.approx(5 / speed["seconds"])
+        assert speed["target_tokens_per_s"] == pytest.approx(20 / speed["seconds"])
 
 
 def test_fixed_subset_spreads_over_the_split():

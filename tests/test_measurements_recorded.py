@@ -14,9 +14,6 @@ from seqbench.measure.peaks import CACHE_FILE, CACHE_VERSION, cache_key, device_
 from seqbench.rundir.layout import RunDir
 from seqbench.rundir.results import read_results
 
-pytestmark = pytest.mark.xdist_group("multirun")  # one worker runs the module fixture, once
-
-
 from conftest import TINY, seqbench_cli
 
 MEASURE = ["measure.decode_sentences=5", "trainer.val_check_interval=2",

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import MODEL_CASES, TGT_VOCAB, build_tiny_model, random_batch
 
 from seqbench.common.tokens import EOS_ID
 from seqbench.decoding.search import DecodingConfig, beam_search, greedy_search
+
+from conftest import MODEL_CASES, TGT_VOCAB, build_tiny_model, random_batch
 
 CASES = sorted(MODEL_CASES)
 

@@ -1,31 +1,17 @@
-"""A fourth architecture defined only in tests/ (toy_family.py + configs/model/toy.yaml) trains through train.py, is
-validated, scored, sized to a parameter budget and reported, with no edit under src/."""
+"""A fourth architecture defined only in tests/ (toy_family.py + configs/model/toy.yaml) trains through `seqbench
+train`, is validated, scored, sized to a parameter budget and reported, with no edit under src/ (in-process: tests/ is
+on sys.path, as PYTHONPATH=tests puts it for a user's own family)."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import torch
-from test_train_cli import ROOT, TINY
+
+from conftest import TESTS, TINY, random_batch, seqbench_cli, train_in_process
 from toy_family import MeanContextGRU
 
-TESTS = Path(__file__).resolve().parent
 TOY = [f"hydra.searchpath=[file://{TESTS / 'configs'}]", "model=toy"]
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, OMP_NUM_THREADS="1", HYDRA_FULL_ERROR="0", WANDB_MODE="offline",
-               PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=600)
-
-
 def test_toy_family_keeps_the_contract():
-    from conftest import random_batch
-
     torch.manual_seed(0)
     model = MeanContextGRU(40, 45, hidden_size=8).eval()
     src, mask, tgt = random_batch()
@@ -37,24 +23,20 @@ def test_toy_family_keeps_the_contract():
         assert attention is None
 
 
-def test_toy_family_trains_sizes_and_reports(tmp_path):
+def test_toy_family_trains_sizes_and_reports(tmp_path, capsys):
     run_dir = tmp_path / "run"
-    proc = _run(tmp_path, str(ROOT / "train.py"), *TOY, *TINY, f"paths.cache_dir={tmp_path / 'cache'}",
-                f"hydra.run.dir={run_dir}", "compare.param_budget=60000")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads((run_dir / "results.json").read_text())
+    results = train_in_process(run_dir, [*TOY, *TINY, "compare.param_budget=60000"])
     assert results["model"]["class"] == "toy_family.MeanContextGRU"
     assert abs(results["parameters"] - 60000) <= 6000  # sized by the family's own width knob
     hidden = results["model"]["config"]["hidden_size"]
     assert hidden != 32 and results["label"] == "toy-h32"  # the label words the preset's config, as composed
-    assert 0 <= results["test"]["bleu"] <= 100 and results["test"]["bleu_by_length"]
-    report = _run(tmp_path, "-m", "seqbench.report", str(run_dir), "--out", str(tmp_path / "report"))
-    assert report.returncode == 0, report.stderr[-3000:]
+    assert [b["bucket"] for b in results["test"]["bleu_by_length"]][-1] == "61+"
+    status, _, err = seqbench_cli(["report", str(run_dir), "--out", str(tmp_path / "report")], capsys)
+    assert status == 0, err[-3000:]
     assert "toy-h32" in (tmp_path / "report" / "report.md").read_text()
 
 
-def test_toy_family_validates_its_own_keys(tmp_path):
-    proc = _run(tmp_path, str(ROOT / "train.py"), *TOY, *TINY, f"paths.cache_dir={tmp_path / 'cache'}",
-                f"hydra.run.dir={tmp_path / 'run'}", "model.hidden_size=0")
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == ["error: model.hidden_size=0: must be a positive integer"]
+def test_toy_family_validates_its_own_keys(tmp_path, capsys):
+    status, _, err = seqbench_cli(["train", *TOY, *TINY, f"paths.cache_dir={tmp_path / 'cache'}",
+                                   f"hydra.run.dir={tmp_path / 'run'}", "model.hidden_size=0"], capsys)
+    assert status == 2 and err.strip().splitlines() == ["error: model.hidden_size=0: must be a positive integer"]

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
 from report_fixtures import make_multirun
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "compare.ipynb"

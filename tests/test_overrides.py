@@ -2,14 +2,13 @@
 composes passes, a mistyped group choice or a malformed override is one line."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from seqbench.common.errors import ConfigError
 from seqbench.config.arguments import check_group_choices
+from seqbench.config.compose import CONF_DIR
 
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+CONF_DIR = str(CONF_DIR)
 
 
 @pytest.mark.parametrize("argv", [

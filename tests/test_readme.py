@@ -11,6 +11,8 @@ import pytest
 
 from seqbench.config.composed import validate
 
+from conftest import compose_train
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
@@ -33,13 +35,7 @@ def _after_train_py(line: str) -> list[str]:
 
 
 def _compose(overrides: list[str], hydra_config: bool = False):
-    from hydra import compose, initialize_config_dir
-
-    from seqbench.config.resolvers import register_resolvers
-
-    register_resolvers()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose("train", overrides=overrides, return_hydra_config=hydra_config)
+    return compose_train(overrides, hydra_config)
 
 
 def jobs(arguments: str) -> list[list[str]]:

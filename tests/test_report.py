@@ -1,14 +1,21 @@
 """`python -m seqbench.report` on synthetic run directories: grouping, table, significance, plots, CLI."""
 from __future__ import annotations
 
+import math
 import re
+import statistics
 
 import pytest
-from report_fixtures import MODELS, make_multirun
 
+from seqbench.analysis.runs import external_run, group_by_label
+from seqbench.analysis.summary import significance, summary_rows
 from seqbench.commands.report import main
-from seqbench.report import external_run, group_by_label, load_runs, significance, summary_rows, write_report
+from seqbench.report import write_report
+from seqbench.rundir.reader import load_runs
 from seqbench.scoring.evaluation import Evaluator
+
+from conftest import seqbench_cli
+from report_fixtures import MODELS, make_multirun
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +37,9 @@ def test_summary_rows_average_over_seeds(multirun):
     rows = summary_rows(groups)
     transformer = rows[0]
     bleus = [r.results["test"]["bleu"] for r in groups["transformer"]]
-    mean, std, n = transformer["bleu"]
-    assert n == 3 and mean == pytest.approx(sum(bleus) / 3) and std > 0
+    mean, ci, n, std = transformer["bleu"]
+    assert n == 3 and mean == pytest.approx(sum(bleus) / 3)
+    assert std == pytest.approx(statistics.stdev(bleus)) and ci == pytest.approx(4.302653 * std / math.sqrt(3))
     assert transformer["family"] == "transformer" and transformer["beam_size"] == 4
     assert transformer["mfu"][0] == pytest.approx(100 * sum(r.results["flops"]["mfu"] for r in groups["transformer"])
                                                   / 3)
@@ -55,8 +63,9 @@ def test_report_files(multirun, tmp_path):
     assert "greedy BLEU" not in header  # no run decoded greedily as well (module.test_greedy)
     rows = {line.split("|")[1].strip(): line for line in table[1:4]}
     assert set(rows) == set(MODELS)
-    assert re.search(r"\d+\.\d\d ± \d+\.\d\d", rows["rnnsearch"])  # mean ± std over seeds
-    assert re.search(r"\| 0\.0\d\d \|$", rows["rnnsearch"]) and rows["transformer"].endswith("| — |")
+    assert re.search(r"\d+\.\d\d ± \d+\.\d\d", rows["rnnsearch"])  # mean ± 95% CI over seeds
+    # the fixture's models differ widely: both tests at the bootstrap's floor, printed as a bound
+    assert rows["rnnsearch"].endswith("| ≤ 2/101 | ≤ 1/101 |") and rows["transformer"].endswith("| — | — |")
     assert "## BLEU by source sentence length" in text and "61+" in text
     pngs = {p.name for p in (tmp_path / "out").glob("*.png")}
     assert {"bleu_by_length.png", "learning_curves.png", "throughput.png"} <= pngs
@@ -80,11 +89,11 @@ def test_cli_default_output_and_errors(multirun, tmp_path, capsys):
     assert main([str(single), "--bootstrap", "50"]) == 0
     assert (single / "report" / "report.md").is_file()
     assert capsys.readouterr().out.strip().endswith("report.md")
-    assert main([str(tmp_path / "missing")]) == 2
-    assert "error:" in capsys.readouterr().err
+    status, _, err = seqbench_cli(["report", str(tmp_path / "missing")], capsys)
+    assert status == 2 and err.startswith("error: ") and "missing" in err
 
 
-def test_runs_that_did_not_complete_are_listed_not_scored(tmp_path):
+def test_runs_that_did_not_complete_are_listed_not_scored(tmp_path, capsys):
     from seqbench.rundir.results import write_status
 
     runs = make_multirun(tmp_path / "sweep", labels=("transformer",), seeds=(1, 2), n_sentences=30)
@@ -101,7 +110,8 @@ def test_runs_that_did_not_complete_are_listed_not_scored(tmp_path):
     assert "2 runs, 1 models" in text
     only_failed = tmp_path / "failed"
     write_status(only_failed, "failed", "boom")
-    assert main([str(only_failed)]) == 2  # nothing to report: one line, not a traceback
+    status, _, err = seqbench_cli(["report", str(only_failed)], capsys)  # nothing to report: one line
+    assert status == 2 and err.startswith("error: ") and err.count("\n") == 1
 
 
 def test_external_system_is_an_extra_row(multirun, tmp_path):
@@ -115,11 +125,11 @@ def test_external_system_is_an_extra_row(multirun, tmp_path):
         [b["bucket"] for b in first.results["test"]["bleu_by_length"]]
     text = write_report([multirun], tmp_path / "out", n_samples=50, external={"fairseq": hyp}).read_text()
     table = [line for line in text.splitlines() if line.startswith("| fairseq |")]
-    assert len(table) == 4  # main table, significance matrix, BLEU by length, runs
+    assert len(table) == 5  # main table, two significance matrices, BLEU by length, runs
     assert "| external |" in table[0] and "100.00" in table[0] and "p vs fairseq" in text  # the best row
-    assert table[2].count("100.00") == len(first.results["test"]["bleu_by_length"])
-    assert "| rnnsearch |" in text and "| 0.0" in [line for line in text.splitlines()
-                                                    if line.startswith("| rnnsearch | rnn |")][0]
+    assert table[3].count("100.00") == len(first.results["test"]["bleu_by_length"])
+    rnnsearch = [line for line in text.splitlines() if line.startswith("| rnnsearch | rnn |")][0]
+    assert rnnsearch.endswith("| ≤ 2/51 | ≤ 1/51 |")  # far below the perfect external system, on both tests
 
 
 @pytest.mark.parametrize("external, message", [
@@ -133,8 +143,9 @@ def test_external_errors_are_one_line(multirun, tmp_path, capsys, external, mess
     hyp.write_text("".join(r + "\n" for r in load_runs([multirun])[0].lines("references")), encoding="utf-8")
     short.write_text("one line\n", encoding="utf-8")
     item = external.format(hyp=hyp, short=short, missing=tmp_path / "missing.txt")
-    assert main([str(multirun), "--out", str(tmp_path / "out"), "--external", item]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    status, _, err = seqbench_cli(["report", str(multirun), "--out", str(tmp_path / "out"), "--external", item], capsys)
+    assert status == 2
+    err = err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
 
 
@@ -143,7 +154,7 @@ def test_learning_curve_comes_from_results_json_without_any_logger_file(tmp_path
     import json
     import shutil
 
-    from seqbench.report import plot_learning_curves
+    from seqbench.analysis.plots import plot_learning_curves
 
     multirun = make_multirun(tmp_path, labels=("transformer",), seeds=(1,), n_sentences=20)
     run_dir = next(p.parent for p in multirun.rglob("results.json"))
@@ -180,9 +191,10 @@ def test_structured_corpus_gets_clause_dependency_and_targeted_sections(tmp_path
     """A corpus that records structure adds BLEU by clauses, BLEU by longest dependency and the targeted accuracy
     by distance to the report (tables and plots), and runs that decoded greedily too add greedy BLEU (a column and
     by length); runs with neither get only BLEU by length (test_report_files)."""
-    from report_fixtures import make_structured_multirun
+    from seqbench.analysis.summary import BREAKDOWNS, present_breakdowns
+    from seqbench.report.markdown import markdown_by_bucket
 
-    from seqbench.report import BREAKDOWNS, markdown_by_bucket, present_breakdowns
+    from report_fixtures import make_structured_multirun
 
     groups = group_by_label(load_runs([make_structured_multirun(tmp_path / "runs")]))
     assert present_breakdowns(groups) == list(BREAKDOWNS)
@@ -218,7 +230,9 @@ def test_compute_to_target_reads_the_first_validation_at_or_above_each_target(tm
     """FLOPs, minutes and updates to a target BLEU come from the first validation at or above it; seeds that never
     get there are counted, not averaged; the report gets the table and the BLEU-vs-FLOPs plot, and runs without
     training FLOPs in their curve (older versions) get neither."""
-    from seqbench.report import compute_to_target, markdown_compute_to_target, plot_bleu_vs_flops
+    from seqbench.analysis.compute import compute_to_target
+    from seqbench.analysis.plots import plot_bleu_vs_flops
+    from seqbench.report.markdown import markdown_compute_to_target
 
     multirun = make_multirun(tmp_path / "runs", labels=("transformer", "rnnsearch"), seeds=(1, 2), n_sentences=20)
     before = write_report([multirun], tmp_path / "before", n_samples=10)
@@ -240,12 +254,14 @@ def test_compute_to_target_reads_the_first_validation_at_or_above_each_target(tm
     groups = group_by_label(load_runs([multirun]))
     rows = {r["label"]: r for r in compute_to_target(groups, (80, 90))}
     transformer, rnn = rows["transformer"], rows["rnnsearch"]
-    assert transformer["seeds"] == 2 and transformer["best_bleu"][:2] == (92.0, pytest.approx(1.4142, abs=1e-3))
+    best = transformer["best_bleu"]  # 91 and 93: std sqrt(2), 95% CI t(0.975, 1 df) x sqrt(2) / sqrt(2) = 12.706
+    assert transformer["seeds"] == 2 and best.mean == 92.0 and best.std == pytest.approx(math.sqrt(2))
+    assert best.ci == pytest.approx(12.706205)
     assert transformer["targets"][80]["updates"][0] == 250  # updates 300 (85 >= 80) and 200 (exactly 80)
     assert transformer["targets"][80]["train_flops"][0] == pytest.approx(2.5e12)
     assert transformer["targets"][90]["updates"][:2] == (400, 0.0) and transformer["targets"][90]["reached"] == 2
     assert transformer["targets"][80]["train_minutes"][0] == pytest.approx(250 * 0.3 / 60)
-    assert rnn["targets"][80]["reached"] == 1 and rnn["targets"][80]["updates"] == (200, None, 1)
+    assert rnn["targets"][80]["reached"] == 1 and rnn["targets"][80]["updates"] == (200, None, 1, None)
     assert rnn["targets"][90]["reached"] == 0 and rnn["targets"][90]["train_flops"][0] is None
     assert rnn["updates"][0] == 500 and rnn["train_flops"][0] == pytest.approx(1e13)
 

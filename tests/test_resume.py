@@ -15,15 +15,13 @@ from pathlib import Path
 import lightning as L
 import pytest
 import torch
-from conftest import TINY, TINY_MODELS, seqbench_cli, train_in_process
-from test_train import train_subprocess
 
 from seqbench.rundir.layout import RunDir
 from seqbench.rundir.results import read_results
 from seqbench.training.status import Diverged, Interrupted
 
-pytestmark = pytest.mark.xdist_group("uninterrupted")  # one worker runs the module fixture, once
-
+from conftest import TINY, TINY_MODELS, seqbench_cli, train_in_process
+from test_train import train_subprocess
 
 # Tiny transformer (with dropout, so the RNG state matters) for 14 updates over several epochs, validated and
 # checkpointed every epoch; small eval batches so the test set takes several batches.
@@ -107,7 +105,7 @@ def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(tmp
     run_dir = tmp_path / "run"
     with pytest.raises(Diverged) as diverged:
         train_in_process(run_dir, [*TINY, *TINY_MODELS["transformer"], "trainer.max_steps=30",
-                                   "trainer.max_epochs=50", "optimizer.lr=1e30", "scheduler=constant",
+                                   "trainer.max_epochs=50", "optimizer.lr=1e30", "scheduler.kind=constant",
                                    "trainer.check_val_every_n_epoch=null", "trainer.val_check_interval=1",
                                    "module.val_bleu=false"])
     line = str(diverged.value)

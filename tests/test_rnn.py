@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -10,7 +9,8 @@ import torch
 from seqbench.common.tokens import BOS_ID, PAD_ID
 from seqbench.models.rnn import Attention, RNNSeq2Seq
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+from conftest import compose_train
+
 PRESETS = ("rnn", "rnnencdec", "rnnsearch", "rnnsearch_small", "luong")
 
 
@@ -148,19 +148,14 @@ def test_flops_per_token_grows_with_source_length():
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_preset_composes_and_instantiates(preset):
-    from hydra import compose, initialize_config_dir
-
     from seqbench.config.composed import validate
-    from seqbench.config.resolvers import register_resolvers
-    from seqbench.training.run import build_model
+    from seqbench.models.interface import build_model
 
-    register_resolvers()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose("train", overrides=[f"model={preset}"])
+    cfg = compose_train([f"model={preset}"])
     validate(cfg)
     assert cfg.model.name == "rnn"
     torch.manual_seed(0)
-    model = build_model(cfg, 50, 60).eval()
+    model = build_model(cfg.model, 50, 60).eval()
     assert isinstance(model, RNNSeq2Seq)
     assert (model.cell, model.attention_kind) == (cfg.model.cell, cfg.model.attention)
     assert model.hidden_size == cfg.model.hidden_size and model.decoder.num_layers == cfg.model.decoder_layers

@@ -3,12 +3,12 @@ import math
 import pytest
 import torch
 
-from seqbench.training.schedules import constant, cosine, inverse_sqrt
+from seqbench.training.schedules import schedule
 
 
-def _lrs(factory, steps, **kwargs):
+def _lrs(kind, steps, **kwargs):
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=2.0)
-    sched = factory(opt, **kwargs)
+    sched = schedule(opt, kind, **kwargs)
     out = []
     for _ in range(steps):
         out.append(opt.param_groups[0]["lr"])
@@ -18,7 +18,7 @@ def _lrs(factory, steps, **kwargs):
 
 
 def test_inverse_sqrt_warmup_and_peak():
-    lrs = _lrs(inverse_sqrt, 400, warmup_steps=100)
+    lrs = _lrs("inverse_sqrt", 400, warmup_steps=100)
     assert lrs[0] == pytest.approx(2.0 / 100)  # first update already non-zero
     assert max(lrs) == pytest.approx(2.0) and lrs.index(max(lrs)) == 99  # peak = base lr at the end of warm-up
     assert all(a < b for a, b in zip(lrs[:99], lrs[1:100]))  # linear rise
@@ -29,7 +29,7 @@ def test_inverse_sqrt_equals_paper_formula():
     d_model, warmup = 512, 4000
     base = d_model ** -0.5 * warmup ** -0.5
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=base)
-    sched = inverse_sqrt(opt, warmup_steps=warmup)
+    sched = schedule(opt, "inverse_sqrt", warmup_steps=warmup)
     for step in range(1, 9001):
         paper = d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
         if step in (1, 100, 4000, 9000):
@@ -39,6 +39,6 @@ def test_inverse_sqrt_equals_paper_formula():
 
 
 def test_constant_and_cosine():
-    assert _lrs(constant, 3) == [2.0, 2.0, 2.0]
-    lrs = _lrs(cosine, 110, warmup_steps=10, total_steps=110)
+    assert _lrs("constant", 3) == [2.0, 2.0, 2.0]
+    lrs = _lrs("cosine", 110, warmup_steps=10, total_steps=110)
     assert lrs[9] == pytest.approx(2.0) and lrs[-1] < 0.01

@@ -1,8 +1,6 @@
 """compare.param_budget: every family resized to within 10% of the budget, with real vocabulary sizes."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -10,18 +8,11 @@ from omegaconf import OmegaConf
 from seqbench.common.errors import ConfigError
 from seqbench.models.sizing import TOLERANCE, count_parameters, fit_to_budget
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+from conftest import compose_train
 
 
 def _model_cfg(preset: str) -> dict:
-    from hydra import compose, initialize_config_dir
-
-    from seqbench.config.resolvers import register_resolvers
-
-    register_resolvers()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose("train", overrides=[f"model={preset}"])
-    return OmegaConf.to_container(cfg.model, resolve=True)
+    return OmegaConf.to_container(compose_train([f"model={preset}"]).model, resolve=True)
 
 
 @pytest.mark.parametrize("preset", ["transformer", "rnnsearch_small", "rnnencdec", "cnn"])
@@ -42,12 +33,16 @@ def test_every_family_fits_the_budget(preset, budget, vocab):
         assert [k for _, k in sized["encoder_layers"]] == [k for _, k in original["encoder_layers"]]
 
 
-def test_count_matches_a_real_model():
-    cfg = _model_cfg("rnnsearch_small")
-    from seqbench.training.run import instantiate_model
+@pytest.mark.parametrize("preset", ["transformer", "rnnsearch_small", "cnn"])
+def test_the_count_on_the_meta_device_is_the_real_models(preset):
+    """Sizing counts parameters of a model built on the meta device (no memory): the same count as the model itself
+    on the CPU, tied weights counted once."""
+    from seqbench.models.interface import build_model
 
+    cfg = _model_cfg(preset)
     torch.manual_seed(0)
-    assert count_parameters(cfg, 300, 280) == instantiate_model(cfg, 300, 280).num_parameters()
+    model = build_model(cfg, 300, 280)
+    assert count_parameters(cfg, 300, 280) == len(torch.nn.utils.parameters_to_vector(model.parameters()))
 
 
 def test_unreachable_budget_is_a_config_error():

@@ -57,7 +57,7 @@ def test_every_proposal_composes_into_a_valid_config(path):
         validate(cfg)
         for name, value in params.items():
             if (Path(CONF) / name).is_dir():
-                continue  # a group choice (model=, shape=, scheduler=), not a value
+                continue  # a group choice (model=, shape=), not a value
             node = cfg
             for part in name.split("."):
                 node = node[part]
@@ -236,7 +236,8 @@ def test_hydra_optuna_sweeper_runs_the_transformer_space(tmp_path, capsys):
     pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
     status, _, err = seqbench_cli(["train", "hparams_search=transformer_optuna", "hydra.sweeper.n_trials=2",
                                    f"hydra.sweep.dir={tmp_path / 'multirun'}", f"paths.cache_dir={tmp_path / 'cache'}",
-                                   *TINY, "model.d_model=64"], capsys)  # 64: every heads value of the space divides it
+                                   *TINY, "model.d_model=64",  # 64: every heads value of the space divides it
+                                   "scheduler.warmup_steps=2"], capsys)
     assert status == 0, err[-3000:]
     best = yaml.safe_load((tmp_path / "multirun" / "optimization_results.yaml").read_text())
     assert set(best["best_params"]) == {"model.n_heads", "shape.layers", "model.d_ff"}
@@ -256,5 +257,7 @@ def test_sweep_report_folds_seeds_and_finds_the_pareto_front():
     rows = configurations(trials, ["model.n_heads"])
     by_heads = {r["key"][0]: r for r in rows}
     assert by_heads[2]["seeds"] == [1, 2] and by_heads[2]["bleu"][0] == 12.0 and by_heads[2]["bleu"][2] == 2
-    assert by_heads[2]["bleu"][1] == pytest.approx(2.8284, abs=1e-3) and by_heads[4]["bleu"][1] is None
+    # 10 and 14: std 2.8284, 95% CI 12.706 x 2.8284 / sqrt(2): two seeds say little
+    assert by_heads[2]["bleu"].std == pytest.approx(2.8284, abs=1e-3) and by_heads[4]["bleu"].ci is None
+    assert by_heads[2]["bleu"].ci == pytest.approx(12.706205 * 2.8284 / 2 ** 0.5, abs=1e-3)
     assert [r["key"][0] for r in pareto_front(rows)] == [4, 2]

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 import sacrebleu
 import torch
-from conftest import ROOT, TINY, TINY_MODELS, seqbench_cli, train_in_process
 
 from seqbench.rundir.layout import RunDir
 from seqbench.rundir.results import SCHEMA_VERSION, read_results
+
+from conftest import ROOT, TINY, TINY_MODELS, seqbench_cli, train_in_process
 
 # One case per family, the fixed context and two attentions of the RNN, and rotary positions (no position table:
 # max_positions far below the data's lengths must pass the preflight). The other RNN attentions take the same path.

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import build_tiny_model, random_batch
 
 from seqbench.common.errors import ConfigError
 from seqbench.models.transformer import Rotary, Transformer
+
+from conftest import build_tiny_model, random_batch
 
 
 def test_rotary_scores_depend_only_on_the_offset_between_positions():

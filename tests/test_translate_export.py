@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TRAINED_RUN, compose_train, seqbench_cli
 
 from seqbench.rundir.checkpoints import read_checkpoint
 from seqbench.rundir.layout import RunDir
 from seqbench.rundir.loading import load_run
 from seqbench.rundir.results import read_results
+
+from conftest import TRAINED_RUN, compose_train, seqbench_cli
 
 LEGACY = Path(__file__).resolve().parent / "fixtures" / "legacy"  # written by the layout before the package move
 
@@ -186,10 +187,10 @@ def test_train_false_with_a_foreign_checkpoint_is_one_line_error(run_dir, tmp_pa
 
 
 def test_checkpoint_without_spec_reports_the_shape_that_differs():
-    from conftest import build_tiny_model
-
     from seqbench.common.errors import InputError
     from seqbench.rundir.checkpoints import check_fits
+
+    from conftest import build_tiny_model
 
     model = build_tiny_model("transformer")
     weights = build_tiny_model("transformer", tgt_vocab=50).state_dict()

@@ -1,5 +1,5 @@
-"""W&B logging (seqbench.loggers.wandb_logger): one run per job with the resolved config and the tables, W&B's own mode and
-credential rules, a bounded wait for an unreachable server, failed jobs marked failed, readable run names.
+"""W&B logging (seqbench.loggers.wandb_logger): one run per job with the resolved config and the tables, W&B's own mode
+and credential rules, a bounded wait for an unreachable server, failed jobs marked failed, readable run names.
 
 Nothing here contacts a network: runs are offline, and the unreachable server is a closed port on 127.0.0.1.
 """
@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_train_cli import ROOT, TINY, TINY_MODELS
+
+from seqbench.rundir.results import read_results
+
+from conftest import ROOT, TINY, TINY_MODELS, compose_train
 from wandb_files import read_run
 
 
@@ -25,6 +28,7 @@ def _clean_env(home: Path, **extra: str) -> dict:
     return env | {"HOME": str(home), "OMP_NUM_THREADS": "1", **extra}
 
 
+@pytest.mark.integration
 def test_multirun_logs_one_wandb_run_per_job_with_config_and_tables(tmp_path):
     """`experiment=arch_comparison` without -m still sweeps (its hydra.mode), here over two seeds of a tiny
     Transformer, with logger=[csv,wandb]: two W&B runs, each with its job's resolved config, name, tables, images
@@ -42,13 +46,14 @@ def test_multirun_logs_one_wandb_run_per_job_with_config_and_tables(tmp_path):
     jobs = sorted(p for p in multirun.iterdir() if p.is_dir() and p.name.isdigit())
     assert [j.name for j in jobs] == ["0", "1"]
     for job, seed in zip(jobs, (1, 2)):
-        results = json.loads((job / "results.json").read_text())
+        results = read_results(job)
         (wandb_dir,) = (job / "wandb").glob("offline-run-*")  # exactly one W&B run per job
         run = read_run(wandb_dir)
         assert run["exit_code"] == 0
         assert run["name"] == f"transformer-h2-L1-ff64-s{seed}"
         config = run["config"]  # the whole resolved config, nested as in results.json
-        assert config["seed"] == seed and config["model"]["d_model"] == 32 and config["task_name"] == results["config"]["task_name"]
+        assert config["seed"] == seed and config["model"]["d_model"] == 32
+        assert config["task_name"] == results["config"]["task_name"]
         assert config["data"] == results["config"]["data"]
         assert run["summary"]["test/bleu"] == pytest.approx(results["test"]["bleu"])
         assert run["summary"]["parameters"] == results["parameters"]
@@ -77,6 +82,7 @@ def _python(snippet: str, env: dict, cwd: Path, timeout: int = 120) -> subproces
                           text=True, timeout=timeout)
 
 
+@pytest.mark.integration
 def test_unreachable_server_goes_offline_with_one_warning(tmp_path):
     """An API key, but the server (a closed port on this machine) does not answer: after init_timeout the run goes
     on offline with a one-line warning instead of waiting W&B's default 90 s and dying with a traceback."""
@@ -96,9 +102,10 @@ def test_unreachable_server_goes_offline_with_one_warning(tmp_path):
     assert read_run(offline)["exit_code"] == 0
 
 
+@pytest.mark.integration
 def test_a_failed_job_finishes_its_run_as_failed(tmp_path):
-    """seqbench.training.run.run ends the job's W&B run even when the job raises, with a non-zero exit code (W&B: failed),
-    so the next job of a multirun starts a run of its own."""
+    """seqbench.training.run.run ends the job's W&B run even when the job raises, with a non-zero exit code (W&B:
+    failed), so the next job of a multirun starts a run of its own."""
     proc = _python(f"""
         import wandb
         import seqbench.training.run
@@ -203,13 +210,7 @@ def test_bad_modes_are_one_line_errors(wandb_env):
     (["model=cnn"], "cnn-L4-k3-c256-s42"),
 ])
 def test_run_names_show_label_shape_and_seed(overrides, name):
-    from hydra import compose, initialize_config_dir
-
-    from seqbench.config.resolvers import register_resolvers
-
-    register_resolvers()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose("train", overrides=[*overrides, "logger=wandb"], return_hydra_config=True)
+    cfg = compose_train([*overrides, "logger=wandb"], hydra_config=True)
     from hydra.core.hydra_config import HydraConfig
 
     HydraConfig.instance().set_config(cfg)  # ${hydra:runtime.choices.model} in the label

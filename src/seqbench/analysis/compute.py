@@ -21,8 +21,8 @@ def first_reaching(curve: list[dict], target: float) -> dict | None:
 
 def compute_to_target(groups: dict[str, list[Run]], targets=DEFAULT_TARGETS) -> list[dict]:
     """Per model: {"label", "seeds" (runs with a curve), "best_bleu", "updates", "train_flops", "train_minutes"
-    (each (mean, std, n) over seeds, at the end of training), "targets": {target: {"reached" (seeds that got
-    there), "train_flops", "train_minutes", "updates" (mean, std, n over those seeds)}}}."""
+    (each a Spread: mean, 95% CI, n over seeds, at the end of training), "targets": {target: {"reached" (seeds that got
+    there), "train_flops", "train_minutes", "updates" (Spreads over those seeds)}}}."""
     rows = []
     for label, runs in groups.items():
         curves = [c for c in (r.curve() for r in runs) if c and c[-1].get("train_flops") is not None]

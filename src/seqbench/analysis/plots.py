@@ -25,7 +25,7 @@ def plot_by_bucket(groups: dict[str, list[Run]], split: str = "test", breakdown:
     ax = fig.add_subplot()
     colours = label_colours(list(groups))
     for i, (label, stats) in enumerate(series.items()):
-        xs = [x for x, (mean, _, _) in enumerate(stats) if mean is not None]
+        xs = [x for x, stat in enumerate(stats) if stat.mean is not None]
         ax.errorbar(xs, [stats[x][0] for x in xs], yerr=[stats[x][1] or 0.0 for x in xs], label=label,
                     color=colours[label], marker=MARKERS[i % len(MARKERS)], capsize=3)
     ax.set_xticks(range(len(buckets)), buckets)

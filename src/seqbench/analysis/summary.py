@@ -1,24 +1,15 @@
-"""Per-model means and spreads over seeds, paired bootstrap significance between models, and the bucketed breakdowns
-(BLEU by length, by structure) a run records: the numbers behind the report's tables and plots."""
+"""Per-model means and 95% confidence intervals over seeds, significance between models (over seeds and sentences,
+and per seed-matched pair of runs over sentences), and the bucketed breakdowns (BLEU by length, by structure) a run
+records: the numbers behind the report's tables and plots."""
 from __future__ import annotations
 
-import math
-import statistics
 from dataclasses import dataclass
 from itertools import combinations
 
+from seqbench.analysis.seeds import seed_bootstrap, spread
 from seqbench.common.nested import get_path
 from seqbench.rundir.reader import Run
 from seqbench.scoring.metrics import paired_bootstrap
-
-
-def spread(values: list[float | None]) -> tuple[float | None, float | None, int]:
-    """(mean, sample standard deviation or None for a single value, count) of the values that exist."""
-    values = [v for v in values if v is not None and not math.isnan(v)]
-    if not values:
-        return None, None, 0
-    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None, len(values)
-
 
 # Table columns: (key, header, path in results.json, scale). Values are averaged over the seeds of a model.
 COLUMNS = [
@@ -36,15 +27,14 @@ COLUMNS = [
 
 
 def summary_rows(groups: dict[str, list[Run]], split: str = "test") -> list[dict]:
-    """One row per model: {"label", "family", "seeds", "<key>": (mean, std, n) for every column}."""
+    """One row per model: {"label", "family", "seeds", "<key>": Spread (mean, 95% CI, n) for every column}."""
     rows = []
     for label, runs in groups.items():
         row = {"label": label, "family": runs[0].results["model"]["name"], "seeds": [r.seed for r in runs],
                "beam_size": get_path(runs[0].results, "decoding.beam.beam_size")}
         for key, _, path, scale in COLUMNS:
             values = [get_path(r.results, path.format(split=split)) for r in runs]
-            mean, std, n = spread([None if v is None else v * scale for v in values])
-            row[key] = (mean, std, n)
+            row[key] = spread([None if v is None else v * scale for v in values])
         rows.append(row)
     return rows
 
@@ -77,6 +67,21 @@ def significance(groups: dict[str, list[Run]], split: str = "test", n_samples: i
                           "bleu_a": result["baseline_bleu"], "bleu_b": result["bleu"]})
         if tests:
             out[(label_a, label_b)] = tests
+    return out
+
+
+def seed_significance(groups: dict[str, list[Run]], split: str = "test", n_samples: int = 1000) -> dict:
+    """Every two models compared over seeds and sentences (seqbench.analysis.seeds.seed_bootstrap), when all their
+    runs decoded the same references: {(label_a, label_b): the test's record}, the better label first."""
+    out = {}
+    for label_a, label_b in combinations(groups, 2):
+        sides = []
+        for label in (label_a, label_b):
+            texts = [(r.lines("hypotheses", split), r.lines("references", split)) for r in groups[label]]
+            sides.append([t for t in texts if None not in t])
+        if not all(sides) or any(refs != sides[0][0][1] for side in sides for _, refs in side):
+            continue  # no files, or different test sets
+        out[(label_a, label_b)] = seed_bootstrap(sides[0], sides[1], n_samples)
     return out
 
 

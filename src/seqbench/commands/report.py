@@ -9,6 +9,7 @@ from seqbench.analysis.compute import DEFAULT_TARGETS
 from seqbench.common.errors import InputError
 from seqbench.report import write_report
 from seqbench.report.sweep import is_sweep_dir, write_sweep_report
+from seqbench.report.tuning import write_tuning_report
 
 
 def _external(items: list[str]) -> dict[str, str]:
@@ -25,8 +26,9 @@ def _external(items: list[str]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="seqbench report", description=__doc__.split(":", 1)[0])
-    parser.add_argument("runs", nargs="+", help="run or multirun directories (results.json found recursively), or "
-                                                "one sweep directory of `seqbench sweep`")
+    parser.add_argument("runs", nargs="+", help="run or multirun directories (results.json found recursively), one "
+                                                "sweep directory of `seqbench sweep`, or several (recipe searches "
+                                                "side by side)")
     parser.add_argument("--out", help="output directory (default: report/ inside the first directory, else ./report)")
     parser.add_argument("--split", default="test", choices=["test", "valid"], help="split of the table and plots")
     parser.add_argument("--bootstrap", type=int, default=1000, help="paired bootstrap resamples")
@@ -40,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else (first if first.is_dir() else Path.cwd()) / "report"
     if len(args.runs) == 1 and is_sweep_dir(first):
         path = write_sweep_report(first, out)  # its trials differ in shape, not seed: a sweep report
+    elif all(is_sweep_dir(p) for p in args.runs):
+        path = write_tuning_report(args.runs, out)  # several searches: tuning effort side by side
     else:
         path = write_report(args.runs, out, args.split, args.bootstrap, _external(args.external), args.target_bleu)
     print(path)

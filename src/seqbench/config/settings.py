@@ -143,8 +143,8 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "optimizer.rho": number(0, high=1),
     "optimizer.betas": Spec(lambda v: isinstance(v, ListConfig) and len(v) == 2
                             and all(_is_number(b) and 0 <= b < 1 for b in v), "two numbers in [0, 1)"),
+    "scheduler.kind": one_of("inverse_sqrt", "cosine", "constant"),
     "scheduler.warmup_steps": integer(0, note=" (updates; 0: no warm-up)"),
-    "scheduler.total_steps": integer(1),
     "scheduler.min_factor": number(0, high=1),
     # data (the model's keys are checked by its family)
     "data.vocab_size": integer(16),
@@ -203,11 +203,14 @@ def check_specs(cfg: DictConfig) -> None:
 
 def check_cross_keys(cfg: DictConfig) -> None:
     """Relations between keys that each look fine alone."""
-    present, total = lookup(cfg, "scheduler.total_steps")
-    warmup = lookup(cfg, "scheduler.warmup_steps")[1]
-    if present and warmup is not None and total < warmup:
-        raise ConfigError(f"scheduler.total_steps={total}: must be >= scheduler.warmup_steps={warmup} "
-                          f"(the decay starts after the warm-up)")
+    if lookup(cfg, "scheduler.kind")[1] == "cosine":
+        total, warmup = lookup(cfg, "scheduler.total_steps")[1], lookup(cfg, "scheduler.warmup_steps")[1]
+        if not is_int(total) or total < 1:
+            raise ConfigError(f"scheduler.total_steps={_show(total)}: the cosine schedule needs the update it ends at "
+                              f"(default trainer.max_steps, unset here): set scheduler.total_steps=N")
+        if warmup is not None and total < warmup:
+            raise ConfigError(f"scheduler.total_steps={total}: must be >= scheduler.warmup_steps={warmup} "
+                              f"(the decay starts after the warm-up)")
     min_len, max_len = lookup(cfg, "module.decoding.min_len")[1], lookup(cfg, "module.decoding.max_len")[1]
     if min_len is not None and max_len is not None and min_len > max_len:
         raise ConfigError(f"module.decoding.min_len={min_len}: must not exceed module.decoding.max_len={max_len}")

@@ -1,12 +1,13 @@
 """Comparison reports over finished runs: `seqbench report RUN_DIR... [--out DIR]`.
 
 Run directories (or multirun directories: results.json files are found recursively) are grouped by their label
-(`compare.label`; runs sharing one are seeds of one model). The report is a markdown table of means ± seed std with
-paired bootstrap p-values, BLEU by source length, and PNG plots; notebooks/compare.ipynb shows the same through the
-same functions. Everything is read from the run directories: results.json (learning curves included; runs recorded
-before it had them fall back to csv/metrics.csv), {hypotheses,references,sources}.test.txt and attention.pt. Other
-toolkits' outputs join as extra rows (`--external NAME=HYP_FILE`), scored against the first run's references and
-sources (seqbench.analysis.runs.external_run).
+(`compare.label`; runs sharing one are seeds of one model). The report is a markdown table of means ± 95% confidence
+intervals over seeds with two significance tests (over seeds and sentences; per seed-matched pair of runs), BLEU by
+source length, and PNG plots; notebooks/compare.ipynb shows the same through the same functions. Everything is read from
+the run directories: results.json (learning curves included; runs recorded before it had them fall back to
+csv/metrics.csv), {hypotheses,references,sources}.test.txt and attention.pt. Other toolkits' outputs join as extra rows
+(`--external NAME=HYP_FILE`), scored against the first run's references and sources
+(seqbench.analysis.runs.external_run).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from seqbench.analysis.plots import (
     plot_throughput,
 )
 from seqbench.analysis.runs import external_run, group_by_label
-from seqbench.analysis.summary import present_breakdowns, significance, summary_rows
+from seqbench.analysis.summary import present_breakdowns, seed_significance, significance, summary_rows
 from seqbench.common.errors import InputError
 from seqbench.report.markdown import (
     markdown_by_bucket,
@@ -49,6 +50,7 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     groups = group_by_label(runs, split)
     rows = summary_rows(groups, split)
     tests = significance(groups, split, n_samples)
+    seed_tests = seed_significance(groups, split, n_samples)
 
     breakdowns = present_breakdowns(groups, split)
     figures = {**{b.name: plot_by_bucket(groups, split, b) for b in breakdowns},
@@ -64,16 +66,22 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         f"# seqbench comparison ({split} set)", "",
         f"{len(runs)} runs, {len(groups)} models: "
         + ", ".join(f"{r['label']} ({len(r['seeds'])} seed{'s' * (len(r['seeds']) != 1)})" for r in rows) + ".", "",
-        markdown_table(rows, tests), "",
-        f"Values are means ± sample standard deviation over seeds. BLEU and chrF are sacreBLEU ({signature}). "
-        f"`p vs {best}`: paired bootstrap resampling ({n_samples} resamples, sacreBLEU's paired-bs) of BLEU against "
-        f"the best model, run on each seed-matched pair of runs; the largest p over the pairs is shown. "
+        markdown_table(rows, tests, seed_tests, n_samples), "",
+        f"Values are means ± the 95% confidence interval over seeds (Student's t; one seed: the value alone). BLEU "
+        f"and chrF are sacreBLEU ({signature}). `p vs {best} (seeds)`: a two-sided bootstrap ({n_samples} "
+        "resamples) of the difference in mean BLEU that resamples seeds and test sentences together, so training "
+        f"variance counts (seqbench.analysis.seeds). `p vs {best} (run pairs)`: sacreBLEU's paired bootstrap "
+        "(paired-bs) on each seed-matched pair of runs, the largest p over the pairs: test-set sampling only. "
+        f"`≤ 2/{n_samples + 1}`, `≤ 1/{n_samples + 1}`: the bootstraps' floors, where more resamples would only "
+        "lower p. "
         "Throughput: training target tokens/s and steps/s in the steady state; decoding sentences/s over a fixed "
         "test subset, greedy and with the configured beam (k); MFU: achieved training FLOP/s (3x the model's "
         "analytic forward FLOPs) over the machine's cached matrix-product peak (seqbench.measure.peaks).", "",
         "## Significance between every two models", "",
-        "Largest paired-bootstrap p-value over seed-matched pairs (n/a: no common test set or no hypotheses).", "",
-        markdown_pairwise([r["label"] for r in rows], tests), "",
+        "Over seeds and sentences (n/a: no common test set or no hypotheses):", "",
+        markdown_pairwise([r["label"] for r in rows], seed_tests, n_samples, per_pair=False), "",
+        "Largest per-sentence paired-bootstrap p-value over seed-matched pairs of runs:", "",
+        markdown_pairwise([r["label"] for r in rows], tests, n_samples), "",
     ]
     for b in breakdowns:
         lines += [f"## {b.title}", "", b.note, "", markdown_by_bucket(groups, split, b), "",

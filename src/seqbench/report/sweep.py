@@ -35,7 +35,7 @@ def load_sweep(sweep_dir: str | Path) -> tuple[dict, list[dict]]:
     summary = json.loads((Path(sweep_dir) / "summary.json").read_text())
     finished = []
     for trial in summary["trials"]:
-        results_path = RunDir(trial["run_dir"]).results
+        results_path = RunDir(trial_dir(sweep_dir, trial)).results
         if trial["state"] != "complete" or not results_path.is_file():
             continue
         run = Run(results_path.parent, read_results(results_path))
@@ -45,13 +45,20 @@ def load_sweep(sweep_dir: str | Path) -> tuple[dict, list[dict]]:
     return summary, finished
 
 
+def trial_dir(sweep_dir: str | Path, trial: dict) -> Path:
+    """A trial's run directory: where the sweep ran it, or under the sweep directory's trials/ when the sweep was
+    moved since (e.g. its results copied into the repository)."""
+    recorded = Path(trial["run_dir"])
+    return recorded if recorded.is_dir() else Path(sweep_dir) / "trials" / recorded.name
+
+
 def axes_of(summary: dict) -> list[str]:
     names = list(summary["trials"][0]["params"]) if summary["trials"] else []
     return [name for name in names if name != SEED_AXIS]
 
 
 def configurations(trials: list[dict], axes: list[str]) -> list[dict]:
-    """One row per distinct setting of the axes: {"key": values, "seeds", "<metric>": (mean, std, n), ...}."""
+    """One row per distinct setting of the axes: {"key": values, "seeds", "<metric>": Spread (mean, 95% CI, n), ...}."""
     groups: dict[tuple, list[dict]] = {}
     for trial in trials:
         groups.setdefault(tuple(trial["params"][a] for a in axes), []).append(trial)
@@ -186,8 +193,8 @@ def write_sweep_report(sweep_dir: str | Path, out: str | Path) -> Path:
     lines = [f"# Sweep {summary['sweep'].get('name', '')} ({summary['method']} search)", "",
              f"{len(summary['trials'])} trials ({', '.join(f'{n} {s}' for s, n in states.items())}), "
              f"{len(rows)} configurations, wall time {summary['wall_seconds'] / 60:.1f} min. "
-             "Values: mean ± sample std over seeds; validation BLEU of the trial's final validation; training "
-             "target tokens/s in the steady state.", "", table, ""]
+             "Values: mean ± 95% confidence interval over seeds; validation BLEU of the trial's final validation; "
+             "training target tokens/s in the steady state.", "", table, ""]
     titles = {"heatmap": f"{' x '.join(axes[:2])}", "lines": "over the last parameter", "pareto": "Pareto front"}
     lines += [f"![{titles[name]}]({name}.png)" for name in figures] + [""]
     failed = [t for t in summary["trials"] if t["state"] != "complete"]

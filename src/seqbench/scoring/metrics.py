@@ -65,6 +65,20 @@ def bleu_by_length(hypotheses: list[str], references: list[str], source_lengths:
              "bleu": b["bleu"]} for b in bleu_by_group(hypotheses, references, source_lengths, edges)]
 
 
+def bleu_statistics(hypotheses: list[str], references: list[str]):
+    """Per-sentence sacreBLEU sufficient statistics (n-gram matches and totals, lengths): an array [sentences, 10]
+    whose column sums give the corpus BLEU of any subset or resample (`bleu_from_statistics`), as sacreBLEU's own
+    bootstrap computes them."""
+    import numpy as np
+
+    return np.asarray(_bleu()._extract_corpus_statistics(hypotheses, [references]), dtype=np.int64)
+
+
+def bleu_from_statistics(totals) -> float:
+    """Corpus BLEU from summed `bleu_statistics` (the same settings as `corpus_bleu`)."""
+    return _bleu()._compute_score_from_stats(list(totals)).score
+
+
 def paired_bootstrap(baseline: list[str], system: list[str], references: list[str],
                      n_samples: int = 1000) -> dict:
     """sacreBLEU's paired bootstrap resampling (Koehn 2004; `sacrebleu --paired-bs`) of BLEU, system vs baseline.

@@ -1,0 +1,45 @@
+"""Expected best validation score after k trials (seqbench.analysis.tuning, Dodge et al. 2019) on hand-computed
+values, and the report that puts recipe searches side by side."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from seqbench.analysis.tuning import expected_best, expected_best_curve
+from seqbench.report.tuning import write_tuning_report
+
+
+def test_expected_best_by_hand():
+    scores = [10.0, 20.0, 40.0]
+    # k = 1: the mean; k = 2: the max of two draws with replacement: 10 w.p. 1/9, 20 w.p. 3/9, 40 w.p. 5/9
+    assert expected_best(scores, 1)[0] == pytest.approx(70 / 3)
+    mean, std = expected_best(scores, 2)
+    assert mean == pytest.approx((10 * 1 + 20 * 3 + 40 * 5) / 9)
+    assert std == pytest.approx(math.sqrt((100 * 1 + 400 * 3 + 1600 * 5) / 9 - mean ** 2))
+    assert expected_best([5.0] * 4, 3) == (pytest.approx(5.0), pytest.approx(0.0))
+    curve = [p["expected_best"] for p in expected_best_curve(scores)]
+    assert curve == sorted(curve) and curve[-1] < 40.0  # rises with k, below the best trial (draws repeat)
+    with pytest.raises(ValueError):
+        expected_best([], 1)
+
+
+def _sweep(root, name, metrics):
+    trials = [{"number": i, "state": "complete" if m is not None else "failed", "metric": m,
+               "params": {"optimizer.lr": 0.001 * (i + 1)}, "run_dir": str(root / name / "trials" / f"{i:03d}")}
+              for i, m in enumerate(metrics)]
+    (root / name).mkdir(parents=True)
+    (root / name / "summary.json").write_text(json.dumps({"sweep": {"name": name}, "method": "random",
+                                                          "trials": trials}))
+    return root / name
+
+
+def test_tuning_report_puts_searches_side_by_side(tmp_path):
+    a = _sweep(tmp_path, "recipe_a", [10.0, None, 40.0, 20.0])  # a failed trial counts as 0
+    b = _sweep(tmp_path, "recipe_b", [30.0, 31.0, 29.0, 30.0])
+    text = write_tuning_report([a, b], tmp_path / "out").read_text()
+    row_a = next(line for line in text.splitlines() if line.startswith("| recipe_a |"))
+    assert "| 4 | 1 | 40.00 (trial 2) |" in row_a and "optimizer.lr=0.003" in row_a
+    assert f"| {expected_best([10.0, 0.0, 40.0, 20.0], 2)[0]:.2f} |" in row_a
+    assert (tmp_path / "out" / "expected_best.png").stat().st_size > 1000
