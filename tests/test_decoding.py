@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from seqbench.common.tokens import BOS_ID, EOS_ID
-from seqbench.decoding.search import DecodingConfig, beam_search, greedy_search, length_penalty
+from seqbench.decoding.search import DecodingConfig, beam_search, length_penalty
 
 from conftest import build_tiny_model, random_batch
 
@@ -53,19 +53,23 @@ def test_wide_beam_equals_exhaustive_search(case, alpha, stop_early):
 
 
 @pytest.mark.parametrize("case", ["transformer", "rnn_luong_general", "cnn"])
-def test_narrow_beam_never_loses_to_greedy_and_always_answers(case):
-    """Beam 4 finds a hypothesis at least as good as greedy's (under alpha=0 it keeps greedy's path alive or beats it),
-    and every sentence gets exactly one hypothesis, within its length limit."""
+def test_every_sentence_gets_one_hypothesis_within_its_limit(case):
+    """(Beam search may score below greedy search: a pruned prefix can lead to greedy's answer. Optimality is checked
+    against exhaustive search above.)"""
     model = build_tiny_model(case, tgt_vocab=TINY_VOCAB)
     src, mask, _ = random_batch(lengths=(7, 3, 5, 1))
-    greedy_cfg = DecodingConfig(beam_size=1, length_penalty=0.0, max_len_a=1.0, max_len_b=2)
-    beam_cfg = DecodingConfig(beam_size=4, length_penalty=0.0, max_len_a=1.0, max_len_b=2)
-    greedy, beam = greedy_search(model, src, mask, greedy_cfg), beam_search(model, src, mask, beam_cfg)
+    beam = beam_search(model, src, mask, DecodingConfig(beam_size=4, length_penalty=0.0, max_len_a=1.0, max_len_b=2))
     assert len(beam) == 4
     for i, n in enumerate((7, 3, 5, 1)):
         assert len(beam[i]) <= n + 2 and EOS_ID not in beam[i]
-        one = (src[i:i + 1, :n], mask[i:i + 1, :n])
-        assert _normalised_score(model, *one, beam[i], 0.0) >= _normalised_score(model, *one, greedy[i], 0.0) - 1e-5
+
+
+def test_the_two_length_normalisations():
+    assert length_penalty(7, 0.6).item() == pytest.approx(2.0 ** 0.6)  # GNMT: ((5 + 7) / 6) ** 0.6
+    assert length_penalty(7, 0.6, "fairseq").item() == pytest.approx(7 ** 0.6)
+    assert length_penalty(7, 0.0, "fairseq").item() == length_penalty(7, 0.0).item() == 1.0
+    with pytest.raises(ValueError, match="length_normalization"):
+        length_penalty(7, 0.6, "marian")
 
 
 def test_finished_hypotheses_leave_the_beam():

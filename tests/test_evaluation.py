@@ -122,21 +122,27 @@ def _short(tmp_path):
 
 def test_structured_corpus_adds_structure_scores_and_their_metrics():
     """With the synthetic pair's per-sentence columns the evaluator adds BLEU by clauses and by longest dependency
-    and the targeted accuracy (seqbench.scoring.targeted), and logs them; without them the record is unchanged."""
+    and the targeted coverage and accuracy (seqbench.scoring.targeted), and logs them; a Bible split's verse counts
+    add BLEU by length of single verses; without them the record is unchanged."""
     import random
 
     from seqbench.data.synthetic import GrammarConfig, Lexicon, SentenceGenerator
 
-    cfg = GrammarConfig(p_cross_clause_reference=0.5)
+    cfg = GrammarConfig(p_pronoun_subject=0.5, p_long_subject=0.3)
     generator = SentenceGenerator(cfg, Lexicon.build(cfg), random.Random(0))
     rows = [generator.pair() for _ in range(40)]
     references, sources = [r["tgt"] for r in rows], [r["src"] for r in rows]
     structure = {name: [r[name] for r in rows] for name in ("clauses", "max_dependency", "dependencies")}
     scores = Evaluator().score(references, references, sources, structure=structure)
-    assert scores["targeted"]["accuracy"] == 100.0 and scores["targeted"]["dependencies"] > 40
+    assert scores["targeted"]["accuracy"] == scores["targeted"]["coverage"] == 100.0
+    assert scores["targeted"]["dependencies"] > 40
     assert sum(b["sentences"] for b in scores["bleu_by_clauses"]) == 40
     assert sum(b["sentences"] for b in scores["bleu_by_dependency"]) == 40
     logged = Evaluator.metrics("test", scores)
-    assert logged["test/targeted_accuracy"] == 100.0 and any(k.startswith("test/bleu_clauses_") for k in logged)
+    assert logged["test/targeted_accuracy"] == logged["test/targeted_coverage"] == 100.0 and any(k.startswith("test/bleu_clauses_") for k in logged)
     plain = Evaluator().score(references, references, sources)
-    assert "targeted" not in plain and "bleu_by_clauses" not in plain
+    assert "targeted" not in plain and "bleu_by_clauses" not in plain and "bleu_by_length_single_verse" not in plain
+    verses = [1 + i % 2 for i in range(40)]
+    bible = Evaluator().score(references, references, sources, structure={"verses": verses})
+    assert sum(b["sentences"] for b in bible["bleu_by_length_single_verse"]) == verses.count(1)
+    assert "targeted" not in bible

@@ -11,7 +11,7 @@ from seqbench.analysis.runs import external_run, group_by_label
 from seqbench.analysis.summary import significance, summary_rows
 from seqbench.commands.report import main
 from seqbench.report import write_report
-from seqbench.rundir.reader import load_runs
+from seqbench.rundir.reader import Run, load_runs
 from seqbench.scoring.evaluation import Evaluator
 
 from conftest import seqbench_cli
@@ -188,34 +188,62 @@ def test_learning_curve_survives_the_final_validation_of_the_best_checkpoint():
 
 
 def test_structured_corpus_gets_clause_dependency_and_targeted_sections(tmp_path):
-    """A corpus that records structure adds BLEU by clauses, BLEU by longest dependency and the targeted accuracy
-    by distance to the report (tables and plots), and runs that decoded greedily too add greedy BLEU (a column and
-    by length); runs with neither get only BLEU by length (test_report_files)."""
-    from seqbench.analysis.summary import BREAKDOWNS, present_breakdowns
+    """A corpus that records structure adds BLEU by clauses, BLEU by longest dependency and the targeted coverage
+    and accuracy by distance to the report (tables and plots), and runs that decoded greedily too add greedy BLEU
+    (a column and by length); runs with neither get only BLEU by length (test_report_files)."""
+    from seqbench.analysis.summary import BREAKDOWNS, SINGLE_VERSE_BY_LENGTH, present_breakdowns
     from seqbench.report.markdown import markdown_by_bucket
 
     from report_fixtures import make_structured_multirun
 
     groups = group_by_label(load_runs([make_structured_multirun(tmp_path / "runs")]))
-    assert present_breakdowns(groups) == list(BREAKDOWNS)
-    targeted = BREAKDOWNS[-1]
-    table = markdown_by_bucket(groups, "test", targeted).splitlines()
-    oracle = next(line for line in table if line.startswith("| oracle"))
-    dropper = next(line for line in table if line.startswith("| dropper"))
-    filled = [cell.strip() for cell in oracle.split("|")[2:-1] if cell.strip() != "—"]
-    assert filled and all(cell == "100.00 ± 0.00" for cell in filled)  # the references carry every marker
-    assert "100.00" not in dropper.split("|", 2)[2]  # dropped words lose markers in every bucket
-    counts = [int(h.rsplit("(", 1)[1].rstrip(") ")) for h in table[0].split("|")[2:-1]]
-    assert sum(counts) == groups["oracle"][0].results["test"]["targeted"]["dependencies"]
+    assert present_breakdowns(groups) == [b for b in BREAKDOWNS if b is not SINGLE_VERSE_BY_LENGTH]
+    coverage, accuracy = BREAKDOWNS[-2:]
+    for breakdown in (coverage, accuracy):
+        table = markdown_by_bucket(groups, "test", breakdown).splitlines()
+        oracle = next(line for line in table if line.startswith("| oracle"))
+        filled = [cell.strip() for cell in oracle.split("|")[2:-1] if cell.strip() != "—"]
+        assert filled and all(cell == "100.00 ± 0.00" for cell in filled)  # the references carry every marker
+        counts = [int(h.rsplit("(", 1)[1].rstrip(") ")) for h in table[0].split("|")[2:-1]]
+        assert sum(counts) == groups["oracle"][0].results["test"]["targeted"]["dependencies"]
+    dropper = next(line for line in markdown_by_bucket(groups, "test", coverage).splitlines()
+                   if line.startswith("| dropper"))
+    assert "100.00" not in dropper.split("|", 2)[2]  # dropped words lose coverage in every bucket
 
     text = write_report([tmp_path / "runs"], tmp_path / "out", n_samples=50).read_text()
     header = next(line for line in text.splitlines() if line.startswith("| model | family"))
     assert "| BLEU | greedy BLEU | chrF |" in header  # module.test_greedy's score next to the beam's
-    for breakdown in BREAKDOWNS:
+    for breakdown in present_breakdowns(groups):
         assert f"## {breakdown.title}" in text
         assert (tmp_path / "out" / f"{breakdown.name}.png").stat().st_size > 1000
+    # every dependency counts in the length x distance table when the corpus has no probes (data.longrange has)
+    assert "## Agreement by distance within sentence length" in text and "n: every dependency" in text
+    assert (tmp_path / "out" / "length_distance_agreement.png").stat().st_size > 1000
     plain = group_by_label(load_runs([make_multirun(tmp_path / "plain", seeds=(1,))]))
     assert [b.name for b in present_breakdowns(plain)] == ["bleu_by_length"]
+
+
+def test_length_distance_cells_order_buckets_and_keep_coverage_apart(tmp_path):
+    """The length x distance table sorts lengths and distances by bucket, whatever order the runs list them in, and
+    the accuracy and coverage tables share the cells; markdown shows "accuracy (coverage; n)"."""
+    from seqbench.analysis.summary import length_distance_cells
+    from seqbench.report.markdown import markdown_length_distance
+
+    def cell(length, distance, accuracy, coverage):
+        return {"kind": "agreement", "length": length, "distance": distance, "probes": True, "dependencies": 4,
+                "covered": 4, "accuracy": accuracy, "coverage": coverage}
+
+    cells = [cell("21-30", "11-20", 50.0, 100.0), cell("11-20", "1-2", 100.0, 75.0), cell("11-20", "3-5", 75.0, 50.0),
+             cell("21-30", "1-2", 100.0, 100.0)]
+    groups = {"m": [Run(tmp_path, {"test": {"targeted": {"by_length_distance": cells}}})]}
+    accuracy = length_distance_cells(groups, "test", "agreement", "accuracy")["m"]
+    coverage = length_distance_cells(groups, "test", "agreement", "coverage")["m"]
+    assert accuracy["lengths"] == ["11-20", "21-30"] and accuracy["distances"] == ["1-2", "3-5", "11-20"]
+    assert length_distance_cells(groups, "test", "reference", "accuracy") == {}
+    table = markdown_length_distance((accuracy, coverage)).splitlines()
+    assert table[0].split("|")[2:-1] == [" 1-2 ", " 3-5 ", " 11-20 "]
+    row = table[2].split("|")  # 11-20 words: no 11-20 distance in it
+    assert row[2].strip().startswith("100.0 ") and "(75.0;" in row[2] and "n=4" in row[2] and row[4].strip() == ""
 
 
 def _with_curve(run_dir, curve):

@@ -53,7 +53,7 @@ def test_dictionary_baseline_is_weak(default_splits):
     lexicon = Lexicon.build(GrammarConfig())
     hyps = [dictionary_translate(r["src"], lexicon) for r in default_splits["test"]]
     refs = [r["tgt"] for r in default_splits["test"]]
-    assert sacrebleu.corpus_bleu(hyps, [refs]).score <= 25
+    assert 1 <= sacrebleu.corpus_bleu(hyps, [refs]).score <= 25  # measured: 2.2 (it knows every word, in order)
     assert sacrebleu.corpus_bleu(refs, [refs]).score == pytest.approx(100)  # a perfect model scores 100
 
 

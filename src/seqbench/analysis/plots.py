@@ -37,6 +37,30 @@ def plot_by_bucket(groups: dict[str, list[Run]], split: str = "test", breakdown:
     return fig
 
 
+def plot_length_distance(table: dict, kind: str, score: str) -> Figure:
+    """seqbench.analysis.summary.length_distance_cells as small multiples, one panel per model: the score against
+    dependency distance, one line per sentence-length bucket (distance read within a length)."""
+    labels = list(table)
+    fig = Figure(figsize=(3.6 * len(labels), 3.6), layout="constrained")
+    axes = fig.subplots(1, len(labels), squeeze=False, sharey=True)[0]
+    for ax, label in zip(axes, labels):
+        entry = table[label]
+        distances = entry["distances"]
+        for i, length in enumerate(entry["lengths"]):
+            xs = [x for x, d in enumerate(distances) if (length, d) in entry["cells"]
+                  and entry["cells"][(length, d)].mean is not None]
+            stats = [entry["cells"][(length, distances[x])] for x in xs]
+            ax.errorbar(xs, [s.mean for s in stats], yerr=[s.ci or 0.0 for s in stats], marker=MARKERS[i % 8],
+                        capsize=2, label=f"{length} words")
+        ax.set_xticks(range(len(distances)), distances, rotation=45)
+        ax.set_title(label, fontsize=10)
+        ax.set_xlabel("subject-verb distance (words)" if kind == "agreement" else "distance (words)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"{kind} {score} (%)")
+    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="sentence length")
+    return fig
+
+
 def plot_learning_curves(groups: dict[str, list[Run]]) -> Figure:
     """Validation BLEU against training time (validation excluded) and against target tokens seen; one line per
     seed, one colour per model."""

@@ -8,6 +8,7 @@ from itertools import combinations
 
 from seqbench.analysis.seeds import seed_bootstrap, spread
 from seqbench.common.nested import get_path
+from seqbench.common.text import bucket_start
 from seqbench.rundir.reader import Run
 from seqbench.scoring.metrics import paired_bootstrap
 
@@ -103,7 +104,7 @@ class Breakdown:
 
     @property
     def name(self) -> str:  # file stem and W&B key
-        return self.key.replace(".", "_")
+        return self.key.replace(".", "_") + ("" if self.value == "bleu" else f"_{self.value}")
 
     def entries(self, run: Run, split: str) -> list[dict]:
         return get_path(run.results, f"{split}.{self.key}") or []
@@ -121,11 +122,16 @@ BY_STRUCTURE = (
               "longest dependency in the source sentence (words)", "BLEU",
               "Bucket (sentences): corpus BLEU of the sentences whose longest agreement/reference dependency spans "
               "that many source words."),
-    Breakdown("targeted.by_distance", "accuracy", "dependencies", "Targeted accuracy by dependency distance",
-              "controller-to-dependent distance (source words)", "marker accuracy (%)",
-              "Bucket (dependencies): share of agreement/reference dependencies whose marker the hypothesis carries, "
-              "by controller-to-dependent distance in source words; read from the hypotheses only "
-              "(seqbench.scoring.targeted)."),
+    Breakdown("targeted.by_distance", "coverage", "dependencies", "Coverage of the dependent words by distance",
+              "controller-to-dependent distance (source words)", "coverage (%)",
+              "Bucket (dependencies): share of agreement/reference dependencies whose marked word the hypothesis has "
+              "(the word aligned to the reference's is built on its stem), by controller-to-dependent distance in "
+              "source words (seqbench.scoring.targeted)."),
+    Breakdown("targeted.by_distance", "accuracy", "dependencies", "Marker accuracy by dependency distance",
+              "controller-to-dependent distance (source words)", "marker accuracy when covered (%)",
+              "Bucket (dependencies): of the dependencies whose word the hypothesis has, the share with the marker "
+              "the source decides; a missing word counts against coverage, not here (seqbench.scoring.targeted). "
+              "Distance and sentence length go together here: see the length x distance table."),
 )
 # The same with greedy decoding (module.test_greedy), next to the beam's: a decoding artefact shows up here.
 GREEDY_BY_LENGTH = Breakdown("greedy.bleu_by_length", "bleu", "sentences",
@@ -134,7 +140,13 @@ GREEDY_BY_LENGTH = Breakdown("greedy.bleu_by_length", "bleu", "sentences",
                              "Bucket (sentences): the same test sentences decoded greedily (module.test_greedy) "
                              "instead of with the beam, so a beam-search artefact cannot pass for an architecture "
                              "effect.")
-BREAKDOWNS = (BY_LENGTH, GREEDY_BY_LENGTH, *BY_STRUCTURE)
+# A test split of joined verses (data=bible with test_segments): the single verses apart, so a long *sentence* is
+# read apart from a long *passage*.
+SINGLE_VERSE_BY_LENGTH = Breakdown("bleu_by_length_single_verse", "bleu", "sentences",
+                                   "BLEU by source length, single verses only", "source sentence length (words)",
+                                   "BLEU", "Bucket (verses): corpus BLEU of the test items that are one verse; the "
+                                   "other items join consecutive verses into one segment.")
+BREAKDOWNS = (BY_LENGTH, GREEDY_BY_LENGTH, SINGLE_VERSE_BY_LENGTH, *BY_STRUCTURE)
 
 
 def present_breakdowns(groups: dict[str, list[Run]], split: str = "test") -> list[Breakdown]:
@@ -175,3 +187,26 @@ def bucket_series(groups: dict[str, list[Run]], split: str = "test",
     buckets = _bucket_names(groups, split, breakdown)
     return buckets, {label: [spread([_bucket_value(r, split, b, breakdown) for r in runs]) for b in buckets]
                      for label, runs in groups.items()}
+
+
+def length_distance_cells(groups: dict[str, list[Run]], split: str, kind: str, score: str) -> dict:
+    """The length-controlled targeted table (targeted.by_length_distance) of every model that recorded one: {label:
+    {"lengths": [...], "distances": [...], "cells": {(length, distance): Spread of `score` over seeds},
+    "dependencies": {(length, distance): count in the first seed}, "probes": bool}}."""
+    out = {}
+    for label, runs in groups.items():
+        per_run = [[c for c in get_path(r.results, f"{split}.targeted.by_length_distance") or [] if c["kind"] == kind]
+                   for r in runs]
+        per_run = [cells for cells in per_run if cells]
+        if not per_run:
+            continue
+        keys = list(dict.fromkeys((c["length"], c["distance"]) for cells in per_run for c in cells))
+        values = {key: [next((c[score] for c in cells if (c["length"], c["distance"]) == key), None)
+                        for cells in per_run] for key in keys}
+        out[label] = {"lengths": sorted({k[0] for k in keys}, key=bucket_start),
+                      "distances": sorted({k[1] for k in keys}, key=bucket_start),
+                      "cells": {key: spread(v) for key, v in values.items()},
+                      "dependencies": {(c["length"], c["distance"]): c["dependencies"] for c in per_run[0]},
+                      "probes": per_run[0][0]["probes"]}
+    return out
+

@@ -9,5 +9,8 @@ ADJ_AGREEMENT = {(0, False): "a", (1, False): "o", (2, False): "u", (0, True): "
 VERB_AGREEMENT = {(0, False): "ek", (1, False): "ot", (2, False): "ul",
                   (0, True): "ekta", (1, True): "otta", (2, True): "ulla"}
 
+# Upper edges (source words between controller and dependent) of the distance buckets 1-5, 6-10, ..., 41-60, 61+
+DISTANCE_EDGES = (5, 10, 20, 30, 40, 60)
+
 # The markers a targeted evaluation looks for, by dependency kind
 MARKERS = {"agreement": frozenset(VERB_AGREEMENT.values()), "reference": frozenset(ADJ_AGREEMENT.values())}

@@ -26,6 +26,11 @@ def bucket_label(lo: int, hi: int | None) -> str:
     return f"{lo}+" if hi is None else f"{lo}-{hi}"
 
 
+def bucket_start(label: str) -> int:
+    """The lower edge of a bucket_label: buckets sort by it."""
+    return int(label.split("-")[0].rstrip("+"))
+
+
 def bucket_index(n_words: int, edges: Sequence[int] = DEFAULT_LENGTH_EDGES) -> int:
     """Index of the bucket holding a sentence of n_words; 0 words (an empty line) counts in the first bucket."""
     for i, edge in enumerate(edges):

@@ -164,6 +164,7 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "module.label_smoothing": Spec(lambda v: _is_number(v) and 0 <= v < 1, "a number in [0, 1)"),
     "module.decoding.beam_size": integer(1),
     "module.decoding.length_penalty": number(0),
+    "module.decoding.length_normalization": one_of("gnmt", "fairseq"),
     "module.decoding.min_len": integer(0),
     "module.decoding.max_len": integer(1, none=True),
     "module.decoding.max_len_a": number(0),

@@ -41,7 +41,12 @@ is in train; the test books include long narrative verses, see `length_buckets` 
 random verse-level split with `split=random` (parallel passages can then straddle splits). With `test_segments=N`
 (held-out books only) the test split is instead length-stratified: consecutive verses of the test books joined into
 up to N segments per source-length bucket (seqbench.data.segments), for BLEU-by-length curves with enough long
-sentences; their references read "Mark 5:2-4".
+sentences; their references read "Mark 5:2-4". A long segment is then several sentences, so every row records its
+`verses` and the report gives verses per segment per bucket; `single_verse_min_words=M` adds every other test verse
+of at least M words on its own, so BLEU by length can be read on single long verses apart (the run's
+bleu_by_length_single_verse). Books that retell a test book (`held_out_books`: Matthew and Luke, parallels of Mark)
+are left out of every split, and the report's `overlap` audits the word n-grams valid and test share with training
+(seqbench.data.overlap): held-out books prevent verbatim overlap, not paraphrase.
 """
 from __future__ import annotations
 
@@ -61,7 +66,8 @@ from seqbench.common.io import atomic_write_text
 from seqbench.common.text import DEFAULT_LENGTH_EDGES, word_count
 from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
-from seqbench.data.segments import join, length_stratified_segments
+from seqbench.data.overlap import overlap_audit
+from seqbench.data.segments import join, length_stratified_segments, single_long_verses, verses_per_segment
 from seqbench.data.stats import length_histogram, length_summary
 from seqbench.data.wheel_source import WheelMember
 
@@ -98,6 +104,9 @@ JOB, PSALMS = 18, 19
 # Bible's longest), prophecy, a gospel and letters; valid: the same mix, smaller.
 DEFAULT_VALID_BOOKS = ("Ezra", "Amos", "Jonah", "Galatians", "Philippians", "1 Peter")
 DEFAULT_TEST_BOOKS = ("Ruth", "Esther", "Daniel", "Joel", "Mark", "James", "1 John")
+# Out of every split: the other synoptic gospels retell much of Mark (a test book) in near-identical words, so
+# training on them would test memory of parallels, not translation.
+DEFAULT_HELD_OUT_BOOKS = ("Matthew", "Luke")
 
 
 def _book_key(name: str) -> str:
@@ -355,6 +364,7 @@ class BibleCorpus:
                  valid_books=DEFAULT_VALID_BOOKS, test_books=DEFAULT_TEST_BOOKS, valid_fraction: float = 0.03,
                  test_fraction: float = 0.05, split_seed: int = 1234, max_length_ratio: float | None = 2.5,
                  test_segments: int | None = None, segment_edges=DEFAULT_LENGTH_EDGES, segment_max_words: int = 100,
+                 single_verse_min_words: int | None = None, held_out_books=DEFAULT_HELD_OUT_BOOKS,
                  wheel_path: str | None = None, wheel_sha256: str | None = WHEEL_SHA256):
         # Checked in load(): Hydra wraps exceptions raised while instantiating, which would hide the one-line message.
         self.pair, self.direction, self.split = str(pair), str(direction), str(split)
@@ -363,18 +373,21 @@ class BibleCorpus:
         self.max_length_ratio = max_length_ratio
         self.test_segments, self.segment_max_words = test_segments, segment_max_words
         self.segment_edges = list(segment_edges)
+        self.single_verse_min_words = single_verse_min_words
+        self.held_out_books = list(held_out_books or [])
         self.wheel_path, self.wheel_sha256 = wheel_path, wheel_sha256
 
     # -- identity
     def _options(self) -> dict:
         split = ({"split": "books", "valid_books": sorted(book_number(b, "valid_books") for b in self.valid_books),
-                  "test_books": sorted(book_number(b, "test_books") for b in self.test_books)}
+                  "test_books": sorted(book_number(b, "test_books") for b in self.test_books),
+                  "held_out_books": sorted(book_number(b, "held_out_books") for b in self.held_out_books)}
                  if self.split == "books" else
                  {"split": self.split, "valid_fraction": self.valid_fraction, "test_fraction": self.test_fraction,
                   "split_seed": self.split_seed})
         segments = ({"test_segments": self.test_segments, "segment_edges": [int(e) for e in self.segment_edges],
                      "segment_max_words": self.segment_max_words, "split_seed": self.split_seed,
-                     "segments_version": SEGMENTS_VERSION}
+                     "single_verse_min_words": self.single_verse_min_words, "segments_version": SEGMENTS_VERSION}
                     if self.test_segments else {})  # absent when off: existing cache keys stay valid
         return {"pair": self.pair, "direction": self.direction, **split, "max_length_ratio": self.max_length_ratio,
                 **segments, "wheel_sha256": self.wheel_sha256, "cleaning_version": CLEANING_VERSION}
@@ -409,6 +422,11 @@ class BibleCorpus:
             if valid & test:
                 both = ", ".join(BOOKS[b - 1] for b in sorted(valid & test))
                 raise InputError(f"data.corpus.valid_books and data.corpus.test_books share {both}")
+            held_out = {book_number(b, "data.corpus.held_out_books") for b in self.held_out_books}
+            if held_out & (valid | test):
+                both = ", ".join(BOOKS[b - 1] for b in sorted(held_out & (valid | test)))
+                raise InputError(f"data.corpus.held_out_books names {both}, a valid or test book: held-out books are "
+                                 f"the training books' parallels to leave out, not evaluation books")
         else:
             for key, value in (("valid_fraction", self.valid_fraction), ("test_fraction", self.test_fraction)):
                 if not isinstance(value, (int, float)) or not 0 < value < 0.5:
@@ -423,6 +441,10 @@ class BibleCorpus:
             if not is_int(self.segment_max_words) or self.segment_max_words <= edges[-1]:
                 raise InputError(f"data.corpus.segment_max_words={self.segment_max_words!r}: must exceed the last "
                                  f"segment edge ({edges[-1]})")
+        minimum = self.single_verse_min_words
+        if minimum is not None and (not self.test_segments or not is_int(minimum) or minimum < 1):
+            raise InputError(f"data.corpus.single_verse_min_words={minimum!r}: a positive word count, with "
+                             "test_segments (the single long verses join the segmented test split)")
         ratio = self.max_length_ratio
         if ratio is not None and (not isinstance(ratio, (int, float)) or ratio < 1):
             raise InputError(f"data.corpus.max_length_ratio={ratio!r}: must be >= 1, or null to keep every pair")
@@ -483,6 +505,7 @@ class BibleCorpus:
                 "src": [r[1] if src_lang == first else r[2] for r in split_rows],
                 "tgt": [r[2] if src_lang == first else r[1] for r in split_rows],
                 "ref": [_reference(r[0]) for r in split_rows],
+                "verses": [_verse_count(r[0]) for r in split_rows],  # joined test segments hold several
             }) for name, split_rows in splits.items()})
 
         steps: dict[str, dict[str, int]] = {}
@@ -510,6 +533,8 @@ class BibleCorpus:
             **({"test_segments": segmented} if segmented else {}),
             "sizes": {name: len(split_rows) for name, split_rows in splits.items()},
             "english_words": length_summary(r[1] for r in rows),
+            "overlap": overlap_audit({name: {"src": dataset[name]["src"], "tgt": dataset[name]["tgt"]}
+                                      for name in SPLITS}),
             "length_buckets": {name: {"src": length_histogram(dataset[name]["src"]),
                                       "tgt": length_histogram(dataset[name]["tgt"])} for name in SPLITS},
         }
@@ -520,6 +545,9 @@ class BibleCorpus:
         verses = [(ref, a, b) if first_is_source else (ref, b, a) for ref, a, b in splits["test"]]
         segments, found = length_stratified_segments(verses, self.test_segments, self.segment_edges,
                                                      self.segment_max_words, self.split_seed)
+        singles = single_long_verses(verses, segments, self.single_verse_min_words) \
+            if self.single_verse_min_words else []
+        segments = sorted(segments + singles, key=lambda s: s[0][0])
         rows = []
         for segment in segments:
             src, tgt = join(segment)
@@ -532,13 +560,16 @@ class BibleCorpus:
                         "data.corpus.test_books", self.name, self.test_segments, short)
         splits["test"] = rows
         return {"per_bucket": self.test_segments, "found": found, "verses_used": sum(len(s) for s in segments),
-                "verses_in_test_books": len(verses), "max_words": self.segment_max_words}
+                "verses_in_test_books": len(verses), "max_words": self.segment_max_words,
+                "single_long_verses_added": len(singles),
+                "verses_per_segment": verses_per_segment(segments, self.segment_edges)}
 
     def _split_description(self) -> dict:
         if self.split == "books":
             return {"mode": "books",
                     "valid_books": [BOOKS[book_number(b, "valid_books") - 1] for b in self.valid_books],
-                    "test_books": [BOOKS[book_number(b, "test_books") - 1] for b in self.test_books]}
+                    "test_books": [BOOKS[book_number(b, "test_books") - 1] for b in self.test_books],
+                    "held_out_books": [BOOKS[book_number(b, "held_out_books") - 1] for b in self.held_out_books]}
         return {"mode": "random", "valid_fraction": self.valid_fraction, "test_fraction": self.test_fraction,
                 "seed": self.split_seed}
 
@@ -546,10 +577,12 @@ class BibleCorpus:
         if self.split == "books":
             valid = {book_number(b, "valid_books") for b in self.valid_books}
             test = {book_number(b, "test_books") for b in self.test_books}
+            held_out = {book_number(b, "held_out_books") for b in self.held_out_books}
             out = {"train": [], "valid": [], "test": []}
             for row in rows:
                 book = row[0][0]
-                out["valid" if book in valid else "test" if book in test else "train"].append(row)
+                if book not in held_out:
+                    out["valid" if book in valid else "test" if book in test else "train"].append(row)
         else:
             import random
 
@@ -577,6 +610,11 @@ def _reference(ref: tuple) -> str:
     book, chapter, first, *last = ref
     span = f"{first}-{last[0]}" if last and last[0] != first else f"{first}"
     return f"{BOOKS[book - 1]} {chapter}:{span}"
+
+
+def _verse_count(ref: tuple) -> int:
+    """Verses in a reference: 1, or a segment's consecutive verses (book, chapter, first, last)."""
+    return ref[3] - ref[2] + 1 if len(ref) == 4 else 1
 
 
 def _check_database(database: Path) -> Path:

@@ -14,7 +14,8 @@ from seqbench.common.errors import ConfigError
 from seqbench.common.io import atomic_path
 from seqbench.common.structure import STRUCTURE_COLUMNS
 from seqbench.data.cache import cached, remove
-from seqbench.data.synthetic import GrammarConfig, generate_splits
+from seqbench.data.longrange import generate_long_range_splits
+from seqbench.data.synthetic import GrammarConfig, generate_splits, has_long_range
 
 SPLITS = ("train", "valid", "test")
 
@@ -44,7 +45,8 @@ class SyntheticCorpus:
         path = Path(cache_dir) / self.name / "dataset"
 
         def build() -> None:
-            splits = generate_splits(self.config)
+            generate = generate_long_range_splits if has_long_range(self.config) else generate_splits
+            splits = generate(self.config)
             path.parent.mkdir(parents=True, exist_ok=True)
             save_atomically(DatasetDict({name: Dataset.from_list(splits[name]) for name in SPLITS}), path)
 

@@ -70,6 +70,26 @@ def length_stratified_segments(verses: Sequence[Verse], per_bucket: int, edges: 
     return segments, {label: found[label] for label in (bucket_label(*b) for b in buckets)}
 
 
+def single_long_verses(verses: Sequence[Verse], segments: list[list[Verse]], min_words: int) -> list[list[Verse]]:
+    """Every verse of at least `min_words` source words that no segment holds, as a one-verse segment: the long
+    single verses a test set of joined segments would otherwise leave out, so that long *sentences* can be scored apart
+    from long *passages*."""
+    taken = {v[0] for segment in segments for v in segment}
+    return [[v] for v in sorted(verses, key=lambda v: v[0]) if v[0] not in taken and word_count(v[1]) >= min_words]
+
+
+def verses_per_segment(segments: list[list[Verse]], edges: Sequence[int]) -> dict[str, dict]:
+    """Per source-length bucket: {"segments", "single_verse" (segments of one verse), "verses_mean", "verses_max"}:
+    how much of a bucket's "length" is several verses joined."""
+    out = {bucket_label(lo, hi): [] for lo, hi in length_buckets(edges)}
+    labels = list(out)
+    for segment in segments:
+        out[labels[bucket_index(sum(word_count(v[1]) for v in segment), edges)]].append(len(segment))
+    return {label: {"segments": len(counts), "single_verse": sum(c == 1 for c in counts),
+                    "verses_mean": round(sum(counts) / len(counts), 2) if counts else None,
+                    "verses_max": max(counts, default=None)} for label, counts in out.items()}
+
+
 def join(segment: list[Verse]) -> tuple[str, str]:
     """The segment's source and target texts: its verses joined with a space."""
     return " ".join(v[1] for v in segment), " ".join(v[2] for v in segment)

@@ -12,14 +12,11 @@ The target differs from the source in the ways that made fixed-context RNNs fail
   subject, across relative clauses, objects and prepositional phrases; gender is a property of the *target* noun only
   and the source past tense (-ed) shows no number at all, so the model has to look the subject up however far back.
 
-Long-range structure (GrammarConfig.p_cross_clause_reference / p_center_embedding / p_clause_fronting, all off by
-default; the preset data=synthetic_longrange): in the default task every agreement and reordering stays inside one
-clause, and long sentences are long because they coordinate more clauses. These options add dependencies whose
-distance grows with the sentence: a later clause's "it"/"they" refers to the first clause's subject and the target
-pronoun and verb mark that noun's (target-only) gender; subjects with object relatives nested 2-3 deep, so each verb
-follows every deeper clause; and a final "because"/"although" clause that the target puts at the other end.
-Every pair records its clause count, longest dependency and agreement/reference dependencies (`SentenceGenerator.pair`),
-which `seqbench.scoring.targeted` scores by.
+In the default task every agreement and reordering stays inside one clause, and long sentences are long because they
+coordinate more clauses. The long-range options (GrammarConfig.p_long_subject, p_pronoun_subject, p_center_embedding,
+p_clause_fronting and test_per_cell, all off by default; the preset data=synthetic_longrange) add dependencies whose
+distance is set by construction: see seqbench.data.longrange. Every pair records its clause count, longest dependency
+and agreement/reference dependencies (`SentenceGenerator.pair`), which `seqbench.scoring.targeted` scores by.
 
 The lexicon is small in roots (about 140) but large in word types (compounds, plurals, tenses: about 3,500 source
 types in the default training set), so a subword model can learn it in minutes on a CPU while a word-level
@@ -88,21 +85,31 @@ class GrammarConfig:
     p_np_coordination: float = 0.08
     max_depth: int = 1  # nesting of prepositional phrases / relative clauses inside noun phrases
     length_buckets: tuple[tuple[int, int], ...] = field(default=LENGTH_BUCKETS)
-    # Long-range structure (all off by default; the preset data=synthetic_longrange turns them on):
-    p_cross_clause_reference: float = 0.0  # per later clause: its subject is "it"/"they", referring to the first
-    #                                        clause's subject; the target pronoun (and verb) mark that noun's gender
+    # Long-range structure (seqbench.data.longrange; all off by default, the preset data=synthetic_longrange sets them):
+    p_long_subject: float = 0.0  # per clause: the subject's head noun is separated from its verb by a chain of
+    #                              prepositional phrases and relative clauses, 3 to max_subject_modifiers words
+    max_subject_modifiers: int = 58  # the longest such chain (words): subject-verb distances up to 59
+    p_pronoun_subject: float = 0.0  # per later clause: its subject is "it"/"they", referring to the first clause's
+    #                                 subject (a reference dependency); its verb agrees with the pronoun
     p_center_embedding: float = 0.0  # per clause: its subject holds object relatives nested 2-3 deep
     p_clause_fronting: float = 0.0  # per sentence: a final "because/although" clause, put first in the target
+    test_per_cell: int = 0  # > 0: the test split is a grid of sentence length x dependency distance, this many
+    #                         sentences per cell, each with one probe clause (seqbench.data.longrange)
 
     def cache_key(self) -> str:
         options = asdict(self)
         for name in _LONG_RANGE_OPTIONS:  # left out while off, so the caches of the tasks without them keep their key
-            if not options[name]:
+            if not has_long_range(self) or not options[name]:
                 del options[name]
         return hashlib.sha1(json.dumps(options, sort_keys=True).encode()).hexdigest()[:12]
 
 
-_LONG_RANGE_OPTIONS = ("p_cross_clause_reference", "p_center_embedding", "p_clause_fronting")
+_LONG_RANGE_OPTIONS = ("p_long_subject", "max_subject_modifiers", "p_pronoun_subject", "p_center_embedding",
+                       "p_clause_fronting", "test_per_cell")
+
+
+def has_long_range(cfg: GrammarConfig) -> bool:
+    return any(getattr(cfg, name) for name in _LONG_RANGE_OPTIONS if name != "max_subject_modifiers")
 
 
 @dataclass
@@ -166,11 +173,6 @@ def _pseudo_words(rng, n, onsets, vowels, codas, reserved, syllables=(1, 2)) -> 
     return out
 
 
-# Source words of the long-range options, and their target words. No generated lexicon word can equal one of them:
-# source words start with an onset from _SRC_ONSETS, target words with one from _TGT_ONSETS (none is p, k or m).
-_PRONOUN_STEM = "ph"  # target pronoun: "ph" + the adjective agreement suffix of its antecedent ("pha", "phon", ...)
-_SUBORDINATORS = {"because": "kau", "although": "mei"}  # clause-final in the (head-final) target
-
 # Placeholders for a dependency's controller while the phrase holding it is being built: the subject of the
 # predicate (known to the clause or noun phrase that attaches it), or the sentence topic (the first clause's subject,
 # which a later pronoun refers back to; known only to the sentence).
@@ -190,11 +192,12 @@ class _Dependency:
     tgt_index: int  # target position of the marked word
     stem: str  # the marked target word without its marker
     marker: str  # the expected suffix (VERB_AGREEMENT or ADJ_AGREEMENT value)
+    probe: bool = False  # the dependency a length x distance test sentence was built around (seqbench.data.longrange)
 
     def shifted(self, src_offset: int, tgt_offset: int) -> _Dependency:
         controller = self.controller + src_offset if isinstance(self.controller, int) else self.controller
         return _Dependency(self.kind, controller, self.dependent + src_offset, self.tgt_index + tgt_offset,
-                           self.stem, self.marker)
+                           self.stem, self.marker, self.probe)
 
 
 @dataclass
@@ -251,7 +254,8 @@ class SentenceGenerator:
     def pair(self) -> dict:
         """One pair with its structure: {"src", "tgt", "clauses" (finite verbs: main, coordinated, subordinate and
         relative clauses), "max_dependency" (the longest dependency, in source words), "dependencies" (one dict per
-        agreement/reference dependency: kind, controller, dependent, distance, tgt_index, stem, marker, occurrence)}.
+        agreement/reference dependency: kind, controller, dependent, distance, tgt_index, stem, marker, occurrence,
+        probe (see seqbench.data.longrange), sentence_length (source words))}.
         """
         cfg, rng = self.cfg, self.rng
         while True:
@@ -264,26 +268,24 @@ class SentenceGenerator:
                 parts.append(self.clause(topic))
                 if topic is None:
                     topic = parts[0]
-            sentence = _assemble(parts, [_FUNCTION_TRANSLATIONS.get(p, p) if isinstance(p, str) else p for p in parts])
-            if cfg.p_clause_fronting and rng.random() < cfg.p_clause_fronting:
-                # "MAIN because SUB" -> "SUB' kau MAIN'": the subordinate clause crosses every main clause.
-                conjunction = rng.choice(list(_SUBORDINATORS))
-                sub = self.clause(topic)
-                sentence = _assemble([sentence, conjunction, sub], [sub, _SUBORDINATORS[conjunction], sentence])
+            sentence = self.extend(coordinate(parts), topic)
             if len(sentence.src) <= cfg.max_words:
-                return _finish(sentence, topic)
+                return finish(sentence, topic)
+
+    def extend(self, sentence: _Phrase, topic: _Phrase) -> _Phrase:
+        """The sentence around the coordinated clauses (seqbench.data.longrange fronts a subordinate clause)."""
+        return sentence
 
     def clause(self, topic: _Phrase | None = None) -> _Phrase:
         """SUBJECT PREDICATE; the clause keeps its subject's gender, number and head (a topic for later clauses)."""
-        cfg, rng = self.cfg, self.rng
-        if topic is not None and cfg.p_cross_clause_reference and rng.random() < cfg.p_cross_clause_reference:
-            subject = self.pronoun(topic)
-        elif cfg.p_center_embedding and rng.random() < cfg.p_center_embedding:
-            subject = self.center_embedded_np(rng.choice((2, 3)))
-        else:
-            subject = self.coordinated_np(0) if rng.random() < cfg.p_np_coordination else self.noun_phrase(0)
+        subject = self.subject(topic)
         predicate = self.predicate(subject, depth=0)
         return _assemble([subject, predicate], [subject, predicate], like=subject, subject=subject)
+
+    def subject(self, topic: _Phrase | None) -> _Phrase:
+        """A clause's subject: a noun phrase, sometimes two coordinated (`topic`: the first clause's subject, which
+        seqbench.data.longrange's pronouns refer back to)."""
+        return self.coordinated_np(0) if self.rng.random() < self.cfg.p_np_coordination else self.noun_phrase(0)
 
     def verb(self, subject: _Phrase, transitive: bool) -> _Phrase:
         """Source: present agrees in number only (-s for singular), the past (-ed) not at all.
@@ -359,31 +361,18 @@ class SentenceGenerator:
         verb = self.verb(subject, transitive=True)
         return _assemble(["that", subject, verb], ["ke", subject, verb], subject=subject)
 
-    def center_embedded_np(self, depth: int) -> _Phrase:
-        """Object relatives nested `depth` deep, each inside the subject of the one before:
-        "the dog that the cat that the boy sees chases" -> "dog na ke cat na ke boy na see(boy) chase(cat)".
-        As the clause's subject, the main verb follows the innermost clause's verbs, so each noun is separated from
-        its verb by every deeper clause (Gibson 1998's centre-embedding)."""
-        noun = self.noun_phrase(self.cfg.max_depth)  # no PP or relative clause of its own
-        if depth == 0:
-            return noun
-        rel = self.object_relative(self.center_embedded_np(depth - 1))
-        return _assemble([noun, rel], [noun, rel], like=noun)
-
-    def pronoun(self, antecedent: _Phrase) -> _Phrase:
-        """"it"/"they" (number only) -> "ph" + the antecedent's gender and number: only the antecedent's target
-        gender decides the marker, and the antecedent is the first clause's subject, however far back."""
-        marker = ADJ_AGREEMENT[(antecedent.gender, antecedent.plural)]
-        return _Phrase(["they" if antecedent.plural else "it"], [_PRONOUN_STEM + marker], antecedent.gender,
-                       antecedent.plural, _TOPIC, [_Dependency("reference", _TOPIC, 0, 0, _PRONOUN_STEM, marker)])
-
     def prepositional_phrase(self, depth: int) -> _Phrase:
         prep_src, postposition = self.rng.choice(self.lex.prepositions)
         obj = self.noun_phrase(depth)
         return _assemble([*prep_src, obj], [obj, postposition])
 
 
-def _finish(sentence: _Phrase, topic: _Phrase) -> dict:
+def coordinate(parts: list) -> _Phrase:
+    """Clauses joined by their (source) conjunctions, in the same order on both sides."""
+    return _assemble(parts, [_FUNCTION_TRANSLATIONS.get(p, p) if isinstance(p, str) else p for p in parts])
+
+
+def finish(sentence: _Phrase, topic: _Phrase) -> dict:
     """The dataset row: the texts and the structure targeted evaluation needs (see SentenceGenerator.pair)."""
     deps = []
     seen: dict[str, int] = {}
@@ -396,7 +385,8 @@ def _finish(sentence: _Phrase, topic: _Phrase) -> dict:
         seen[d.stem] = occurrence + 1
         deps.append({"kind": d.kind, "controller": controller, "dependent": d.dependent,
                      "distance": abs(d.dependent - controller), "tgt_index": d.tgt_index, "stem": d.stem,
-                     "marker": d.marker, "occurrence": occurrence})
+                     "marker": d.marker, "occurrence": occurrence, "probe": d.probe,
+                     "sentence_length": len(sentence.src)})
     deps.sort(key=lambda d: d["dependent"])
     return {"src": " ".join(sentence.src) + ".", "tgt": " ".join(sentence.tgt) + ".",
             "clauses": sum(d["kind"] == "agreement" for d in deps),
@@ -413,8 +403,10 @@ def bucket_of(n_words: int, buckets=LENGTH_BUCKETS) -> int:
 _MAX_ATTEMPTS_PER_SENTENCE = 2000  # the long-tail buckets fill slowly; past this a bucket is out of reach
 
 
-def generate_splits(cfg: GrammarConfig) -> dict[str, list[dict]]:
-    """Train is sampled from the natural length distribution; valid and test are stratified by length bucket.
+def generate_splits(cfg: GrammarConfig, generator: type[SentenceGenerator] = SentenceGenerator,
+                    test_split=None) -> dict[str, list[dict]]:
+    """Train is sampled from the natural length distribution; valid and test are stratified by length bucket (or
+    the test split is `test_split(generator, seen)`'s, seqbench.data.longrange's length x distance grid).
 
     Splits never share a source sentence. Each split has its own random stream, so resizing one leaves the others as
     they were.
@@ -424,7 +416,10 @@ def generate_splits(cfg: GrammarConfig) -> dict[str, list[dict]]:
     splits = {}
     for offset, name in ((1, "test"), (2, "valid")):
         per_bucket = cfg.test_per_bucket if name == "test" else cfg.valid_per_bucket
-        gen = SentenceGenerator(cfg, lexicon, random.Random(cfg.seed * 1000 + offset))
+        gen = generator(cfg, lexicon, random.Random(cfg.seed * 1000 + offset))
+        if name == "test" and test_split is not None:
+            splits[name] = test_split(gen, seen)
+            continue
         counts = [0] * len(cfg.length_buckets)
         rows = []
         for _ in range(_MAX_ATTEMPTS_PER_SENTENCE * per_bucket * len(counts)):
@@ -443,7 +438,7 @@ def generate_splits(cfg: GrammarConfig) -> dict[str, list[dict]]:
             raise ConfigError(f"data.corpus: this grammar (clause_count_weights, max_words) cannot produce "
                               f"{per_bucket} {name} sentences in the length bucket(s) {', '.join(short)}")
         splits[name] = rows
-    gen = SentenceGenerator(cfg, lexicon, random.Random(cfg.seed * 1000))
+    gen = generator(cfg, lexicon, random.Random(cfg.seed * 1000))
     train = []
     while len(train) < cfg.train_size:
         row = gen.pair()

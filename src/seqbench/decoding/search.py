@@ -19,7 +19,9 @@ from seqbench.models.interface import Seq2Seq
 @dataclass
 class DecodingConfig:
     beam_size: int = 1  # 1 = greedy
-    length_penalty: float = 1.0  # alpha of GNMT's ((5 + |y|) / 6) ** alpha; 0 = no normalisation
+    length_penalty: float = 1.0  # alpha of the length normalisation below; 0 = no normalisation
+    length_normalization: str = "gnmt"  # gnmt: score / ((5 + |y|) / 6) ** alpha (Wu et al. 2016, Marian, OpenNMT);
+                                        # fairseq: score / |y| ** alpha (fairseq's --lenpen)
     max_len_a: float = 1.5  # hypotheses are at most a * source_length + b tokens (eos excluded)
     max_len_b: int = 10
     stop_early: bool = True  # beam: a sentence is done when beam_size hypotheses have finished (fairseq's default);
@@ -69,14 +71,24 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg
     return strip_at_eos(torch.stack(output, 1))
 
 
-def length_penalty(lengths: torch.Tensor | int, alpha: float) -> torch.Tensor:
-    """GNMT's ((5 + |y|) / 6) ** alpha; |y| counts the <eos>, as in fairseq."""
-    return ((5.0 + torch.as_tensor(lengths, dtype=torch.float)) / 6.0) ** alpha
+NORMALIZATIONS = ("gnmt", "fairseq")
+
+
+def length_penalty(lengths: torch.Tensor | int, alpha: float, kind: str = "gnmt") -> torch.Tensor:
+    """The divisor of a finished hypothesis's log-probability: GNMT's ((5 + |y|) / 6) ** alpha, or fairseq's
+    |y| ** alpha; |y| counts the <eos>, as in fairseq."""
+    lengths = torch.as_tensor(lengths, dtype=torch.float)
+    if kind == "fairseq":
+        return lengths ** alpha
+    if kind == "gnmt":
+        return ((5.0 + lengths) / 6.0) ** alpha
+    raise ValueError(f"length_normalization={kind!r}: one of {', '.join(NORMALIZATIONS)}")
 
 
 @torch.no_grad()
 def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: DecodingConfig) -> list[list[int]]:
-    """Batched beam search as fairseq runs it, one implementation for every model.
+    """Batched beam search with fairseq's bookkeeping, one implementation for every model; the length normalisation
+    is GNMT's or fairseq's (`cfg.length_normalization`).
 
     Every step scores the k live hypotheses of each sentence over the vocabulary and keeps the best 2k candidates.
     A candidate ending in <eos> among the best k is finished: it leaves the beam for its sentence's finished list
@@ -94,7 +106,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
     steps = int(limits.max()) + 1
     # The most a live hypothesis's normalised score can still become: its log-probability only falls, and with
     # alpha >= 0 the penalty grows with length, so dividing by the longest allowed length's penalty bounds it.
-    best_penalty = length_penalty(limits + 1, cfg.length_penalty).to(device)[:, None]  # [B,1]
+    best_penalty = length_penalty(limits + 1, cfg.length_penalty, cfg.length_normalization).to(device)[:, None]
     rows = torch.arange(batch, device=device)[:, None] * k  # [B,1]: first row of each sentence in the B*k layout
 
     scores = torch.full((batch, k), float("-inf"), device=device)
@@ -119,7 +131,8 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
 
         # Finish: <eos> candidates among the best k, of sentences not done yet.
         finishing = ends & (torch.arange(top.size(1), device=device) < k) & ~done[:, None] & top_scores.isfinite()
-        normalised = torch.where(finishing, top_scores / length_penalty(step + 1, cfg.length_penalty),
+        normalised = torch.where(finishing, top_scores / length_penalty(step + 1, cfg.length_penalty,
+                                                                        cfg.length_normalization),
                                  torch.full_like(top_scores, float("-inf")))
         padded = torch.nn.functional.pad(prefixes, (0, steps - step), value=EOS_ID)  # [B,2k,steps]
         pool_scores = torch.cat([finished_scores, normalised], dim=1)

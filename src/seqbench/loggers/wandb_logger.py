@@ -184,12 +184,15 @@ def _image(figure, caption: str | None = None):
 
 def log_run_summary(loggers, results: dict, run_dir: str | Path, step: int) -> None:
     """The run's final numbers into each W&B logger's run summary, and the report's BLEU-by-length plot (and the
-    structural breakdowns' plots, when the corpus records them) and the attention heatmaps (attention.pt) as images."""
+    structural breakdowns' plots, when the corpus records them: also the targeted scores by distance within sentence
+    length, as a table and a plot) and the attention heatmaps (attention.pt) as images."""
     loggers = wandb_loggers(loggers)
     if not loggers:
         return
-    from seqbench.analysis.plots import attention_figures, plot_by_bucket
-    from seqbench.analysis.summary import present_breakdowns
+    import wandb
+
+    from seqbench.analysis.plots import attention_figures, plot_by_bucket, plot_length_distance
+    from seqbench.analysis.summary import length_distance_cells, present_breakdowns
     from seqbench.rundir.reader import Run
 
     summary = summary_metrics(results)
@@ -198,6 +201,14 @@ def log_run_summary(loggers, results: dict, run_dir: str | Path, step: int) -> N
     images = {}
     for breakdown in present_breakdowns(groups, "test"):
         images[f"test/{breakdown.name}_plot"] = _image(plot_by_bucket(groups, "test", breakdown))
+    cells = results.get("test", {}).get("targeted", {}).get("by_length_distance", [])
+    if cells:
+        columns = ["kind", "length", "distance", "dependencies", "covered", "coverage", "accuracy"]
+        images["test/targeted_by_length_distance"] = wandb.Table(columns=columns,
+                                                                 data=[[c[k] for k in columns] for c in cells])
+        for kind in sorted({c["kind"] for c in cells}):
+            table = length_distance_cells(groups, "test", kind, "accuracy")
+            images[f"test/length_distance_{kind}_plot"] = _image(plot_length_distance(table, kind, "accuracy"))
     attention = [_image(fig, caption=name) for name, fig in attention_figures(groups)]
     if attention:
         images["test/attention"] = attention

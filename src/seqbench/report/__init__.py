@@ -19,14 +19,22 @@ from seqbench.analysis.plots import (
     plot_bleu_vs_flops,
     plot_by_bucket,
     plot_learning_curves,
+    plot_length_distance,
     plot_throughput,
 )
 from seqbench.analysis.runs import external_run, group_by_label
-from seqbench.analysis.summary import present_breakdowns, seed_significance, significance, summary_rows
+from seqbench.analysis.summary import (
+    length_distance_cells,
+    present_breakdowns,
+    seed_significance,
+    significance,
+    summary_rows,
+)
 from seqbench.common.errors import InputError
 from seqbench.report.markdown import (
     markdown_by_bucket,
     markdown_compute_to_target,
+    markdown_length_distance,
     markdown_pairwise,
     markdown_table,
 )
@@ -86,6 +94,22 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     for b in breakdowns:
         lines += [f"## {b.title}", "", b.note, "", markdown_by_bucket(groups, split, b), "",
                   f"![{b.title}]({b.name}.png)", ""]
+    for kind in ("agreement", "reference"):
+        accuracy = length_distance_cells(groups, split, kind, "accuracy")
+        if not accuracy:
+            continue
+        coverage = length_distance_cells(groups, split, kind, "coverage")
+        name = f"length_distance_{kind}"
+        plot_length_distance(accuracy, kind, "accuracy").savefig(out / f"{name}.png", dpi=120)
+        counted = "probe dependencies (one per sentence)" if next(iter(accuracy.values()))["probes"] else \
+            "every dependency"
+        lines += [f"## {kind.capitalize()} by distance within sentence length", "",
+                  f"Cells: marker accuracy when the word is there (coverage in brackets; n: {counted} in the cell), "
+                  "mean ± 95% CI over seeds. Distance varies within each row, so a fall along a row is distance, "
+                  "not length (seqbench.scoring.targeted).", ""]
+        for label in accuracy:
+            lines += [f"**{label}**", "", markdown_length_distance((accuracy[label], coverage[label])), ""]
+        lines += [f"![{kind} by distance within length]({name}.png)", ""]
     lines += [
         "## Training", "",
         "![Validation BLEU during training](learning_curves.png)", "",

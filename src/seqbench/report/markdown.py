@@ -96,3 +96,24 @@ def markdown_compute_to_target(rows: list[dict]) -> str:
                       cell(hit["updates"], 0, True)]
         body.append(cells)
     return markdown_rows(header, body)
+
+
+def markdown_length_distance(entry: dict) -> str:
+    """One model's length x distance table (seqbench.analysis.summary.length_distance_cells, with conditional
+    accuracy and coverage): rows are sentence lengths, columns distances, cells "accuracy (coverage)" means over seeds
+    with the number of dependencies."""
+    accuracy, coverage = entry
+    header = ["length \\ distance", *accuracy["distances"]]
+    body = []
+    for length in accuracy["lengths"]:
+        row = [length]
+        for distance in accuracy["distances"]:
+            key = (length, distance)
+            if key not in accuracy["cells"]:
+                row.append("")
+                continue
+            row.append(f"{cell(accuracy['cells'][key])} ({cell(coverage['cells'][key])}; "
+                       f"n={accuracy['dependencies'][key]})")
+        body.append(row)
+    return markdown_rows(header, body)
+

@@ -41,8 +41,10 @@ class Evaluator:
         bucket, seqbench.scoring.metrics.bleu_by_length) when sources are given, plus "baseline" (the baseline's own
         scores) and "significance" (seqbench.scoring.metrics.paired_bootstrap, this system against the baseline) when a
         baseline is given, plus "bleu_by_clauses", "bleu_by_dependency" and "targeted"
-        (seqbench.scoring.targeted.structure_scores) when `structure` holds a structured corpus's per-sentence columns
-        (clauses, max_dependency, dependencies). All sequences hold the same sentences in the same order."""
+        (seqbench.scoring.targeted.structure_scores) when the sources are given and `structure` holds a structured
+        corpus's per-sentence columns (clauses, max_dependency, dependencies), plus "bleu_by_length_single_verse" (BLEU
+        by length of the items that are one verse) when `structure` has a `verses` column (a Bible test split of joined
+        verses). All sequences hold the same sentences in the same order."""
         hypotheses, references = list(hypotheses), list(references)
         for name, other in (("references", references), ("sources", sources), ("baseline", baseline)):
             if other is not None and len(other) != len(hypotheses):
@@ -54,8 +56,14 @@ class Evaluator:
         if sources is not None:
             lengths = [word_count(s) for s in sources]
             out["bleu_by_length"] = bleu_by_length(hypotheses, references, lengths, self.length_buckets)
-        if structure is not None and set(STRUCTURE_COLUMNS) <= set(structure):
-            out.update(structure_scores(hypotheses, references, *(structure[c] for c in STRUCTURE_COLUMNS)))
+        if structure is not None and sources is not None and "verses" in structure:  # a test split of joined verses
+            single = [i for i, n in enumerate(structure["verses"]) if n == 1]
+            out["bleu_by_length_single_verse"] = bleu_by_length(
+                [hypotheses[i] for i in single], [references[i] for i in single],
+                [word_count(sources[i]) for i in single], self.length_buckets)
+        if structure is not None and sources is not None and set(STRUCTURE_COLUMNS) <= set(structure):
+            out.update(structure_scores(hypotheses, references, list(sources),
+                                        *(structure[c] for c in STRUCTURE_COLUMNS), length_edges=self.length_buckets))
         if baseline is not None:
             out["baseline"] = self.score(baseline, references, sources)
             out["significance"] = paired_bootstrap(list(baseline), hypotheses, references, self.bootstrap_samples)
@@ -72,9 +80,10 @@ class Evaluator:
                 if bucket["sentences"]:
                     out[f"{prefix}/{name}_{bucket['bucket']}"] = bucket["bleu"]
         targeted = scores.get("targeted", {})
-        if targeted.get("accuracy") is not None:
-            out[f"{prefix}/targeted_accuracy"] = targeted["accuracy"]
-            for bucket in targeted["by_distance"]:
-                if bucket["accuracy"] is not None:
-                    out[f"{prefix}/targeted_dist_{bucket['bucket']}"] = bucket["accuracy"]
+        for score in ("coverage", "accuracy"):
+            if targeted.get(score) is not None:
+                out[f"{prefix}/targeted_{score}"] = targeted[score]
+                for bucket in targeted["by_distance"]:
+                    if bucket[score] is not None:
+                        out[f"{prefix}/targeted_{score}_dist_{bucket['bucket']}"] = bucket[score]
         return out
