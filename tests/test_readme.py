@@ -1,7 +1,10 @@
-"""The README cannot drift from the configs: every `python train.py ...` command in it composes and validates
-(Hydra's compose API, no training), multiruns job by job; and .ci/run runs the README's test command."""
+"""The documentation cannot drift from the code: every command in README.md and docs/**/*.md runs as written.
+`python train.py ...` / `seqbench train ...` commands compose and validate (Hydra's compose API, no training),
+multiruns job by job, each distinct command once; every other `seqbench <command> ...` names a command and parses
+with that command's own parse_args (nothing runs); .ci/run runs the README's test command; relative links resolve."""
 from __future__ import annotations
 
+import importlib
 import itertools
 import re
 import shlex
@@ -9,33 +12,50 @@ from pathlib import Path
 
 import pytest
 
+from seqbench.commands import COMMANDS
 from seqbench.config.composed import validate
 
 from conftest import compose_train
 
 ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
+PLACEHOLDER = re.compile(r"<[^>]*>")
 
 
-def train_commands(text: str) -> list[str]:
-    """The argument strings of every `python train.py` command: in code blocks (backslash continuations joined,
-    `# comments` and anything after `&&` or `|` dropped) and in inline code spans (which may wrap lines)."""
-    commands = []
+def command_lines(text: str) -> list[str]:
+    """Every shell line of the text: lines of code blocks (backslash continuations joined, `# comments` dropped,
+    `$ ` prompts removed) and inline code spans (which may wrap lines); a line with `&&`, `|` or `;` is split."""
+    lines = []
     for block in FENCE.findall(text):
         for line in block.replace("\\\n", " ").splitlines():
-            commands += _after_train_py(line.split(" #", 1)[0])
-    for span in re.findall(r"`([^`]+)`", FENCE.sub("", text)):
-        commands += _after_train_py(" ".join(span.split()))
-    return commands
+            lines.append(line.split(" #", 1)[0].removeprefix("$ "))
+    lines += [" ".join(span.split()) for span in re.findall(r"`([^`]+)`", FENCE.sub("", text))]
+    return [part.strip() for line in lines for part in re.split(r"&&|\||;", line) if part.strip()]
 
 
-def _after_train_py(line: str) -> list[str]:
-    return [re.split(r"&&|\||;", part, maxsplit=1)[0].strip() for part in line.split("python train.py")[1:]]
+def documented(lines: list[str]) -> tuple[list[str], list[list[str]]]:
+    """(train.py argument strings, other seqbench command lines as argument lists), each distinct one once."""
+    train, other = {}, {}
+    for line in lines:
+        for prefix in ("python train.py", "seqbench train"):
+            if line.startswith(prefix) and (len(line) == len(prefix) or line[len(prefix)] == " "):
+                train[line[len(prefix):].strip()] = None
+        if line.startswith("seqbench ") and not line.startswith(("seqbench train", "seqbench <")):
+            other[line] = None
+    return list(train), [shlex.split(line)[1:] for line in other]
 
 
-def _compose(overrides: list[str], hydra_config: bool = False):
-    return compose_train(overrides, hydra_config)
+TEXTS = {path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8") for path in DOCS}
+TRAIN, OTHER = documented([line for text in TEXTS.values() for line in command_lines(text)])
+
+
+def _with_examples(arguments: list[str]) -> list[str]:
+    """Synopsis notation made concrete: placeholders (`<time>`, `<run dir>`) become example values, `[--opt X]`
+    becomes `--opt X`, `DIR...` `DIR` and a lone `...` goes; the command's shape is what is checked."""
+    concrete = [PLACEHOLDER.sub("example", a).strip("[]").removesuffix("...") for a in arguments]
+    return [a for a in concrete if a]
 
 
 def jobs(arguments: str) -> list[list[str]]:
@@ -46,7 +66,7 @@ def jobs(arguments: str) -> list[list[str]]:
     if "-m" not in args and "--multirun" not in args:
         return [args]
     args = [a for a in args if a not in ("-m", "--multirun")]
-    params = _compose([a for a in args if "," not in a], hydra_config=True).hydra.sweeper.params or {}
+    params = compose_train([a for a in args if "," not in a], hydra_config=True).hydra.sweeper.params or {}
     axes = {key: [f"{key}={v}" for v in str(values).split(",")] for key, values in params.items()}
     for override in OverridesParser.create().parse_overrides(args):
         key = override.input_line.split("=", 1)[0]  # with its +/~ prefix, as typed
@@ -55,25 +75,51 @@ def jobs(arguments: str) -> list[list[str]]:
     return [list(job) for job in itertools.product(*axes.values())]
 
 
-COMMANDS = train_commands(README)
+def test_the_docs_hold_the_commands_users_run():
+    """The extraction finds what is there: the quickstart's bare `python train.py`, a backslash-continued command,
+    a multirun preset, and every `seqbench` command at least once."""
+    assert "" in TRAIN and any(a.startswith("-m experiment=") for a in TRAIN)
+    assert any("\\" not in a and "data.vocab_size=37000" in a and "model.share_all_embeddings=true" in a
+               for a in TRAIN), "a backslash-continued command is joined"
+    assert {args[0] for args in OTHER} | {"train"} == set(COMMANDS)
+    assert len(TRAIN) == len(set(TRAIN))
 
 
-def test_the_readme_has_train_commands():
-    assert len(COMMANDS) >= 15 and "" in COMMANDS  # the quickstart's bare `python train.py` included
-    assert any("\\" not in c and "data.vocab_size=37000" in c and "model.share_all_embeddings=true" in c
-               for c in COMMANDS), "a backslash-continued command is joined"
-
-
-@pytest.mark.parametrize("arguments", COMMANDS)
-def test_every_readme_train_command_composes(arguments):
-    assert not re.search(r"<[^>]*>", arguments), f"placeholder in a train.py command: {arguments}"
+@pytest.mark.parametrize("arguments", TRAIN)
+def test_every_documented_train_command_composes(arguments):
+    assert not PLACEHOLDER.search(arguments), f"placeholder in a train command: {arguments}"
     for overrides in jobs(arguments):
-        validate(_compose(overrides))
+        validate(compose_train(overrides))
+
+
+@pytest.mark.parametrize("argv", OTHER, ids=[" ".join(a) for a in OTHER])
+def test_every_documented_seqbench_command_parses(argv):
+    assert argv[0] in COMMANDS, f"seqbench {argv[0]}: no such command (commands: {', '.join(COMMANDS)})"
+    if len(argv) > 1:  # a bare `seqbench average` in prose names the command; it is not a command line
+        module = importlib.import_module(f"seqbench.commands.{COMMANDS[argv[0]][0]}")
+        module.parse_args(_with_examples(argv[1:]))  # argparse exits (status 2) on an unknown or missing argument
+
+
+def test_a_broken_command_line_is_caught():
+    """The check above can fail: an unknown option and a missing required one both stop argparse."""
+    from seqbench.commands import score
+
+    for argv in (["--hyp", "h", "--ref", "r", "--no-such-option"], ["--hyp", "h"]):
+        with pytest.raises(SystemExit):
+            score.parse_args(argv)
 
 
 def test_multirun_commands_expand_to_their_jobs():
     assert len(jobs("-m model.n_heads=1,2,4,8")) == 4
     assert len(jobs("-m experiment=arch_comparison")) == 9
+
+
+@pytest.mark.parametrize("name", list(TEXTS))
+def test_relative_links_resolve(name):
+    path = ROOT / name
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", TEXTS[name]):
+        if not re.match(r"[a-z]+://", target):
+            assert (path.parent / target).exists(), f"{name}: link to {target}, which does not exist"
 
 
 def test_ci_runs_the_readme_test_command():

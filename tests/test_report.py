@@ -1,4 +1,4 @@
-"""`python -m seqbench.report` on synthetic run directories: grouping, table, significance, plots, CLI."""
+"""`seqbench report` on synthetic run directories: grouping, table, significance, plots, CLI."""
 from __future__ import annotations
 
 import math

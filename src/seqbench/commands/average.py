@@ -82,12 +82,17 @@ def average_checkpoints(paths: list[Path], last: int | None = None) -> tuple[dic
     return averaged, sources
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command's arguments (one convention for every command: the tests parse the documented commands)."""
     parser = argparse.ArgumentParser(prog="seqbench average", description=__doc__.split("\n\n")[0])
     parser.add_argument("inputs", nargs="+", type=Path, help="run directories and/or .ckpt files of one run")
     parser.add_argument("--last", type=int, help="average only the N newest checkpoints (by update)")
     parser.add_argument("--output", type=Path, required=True, help="the averaged checkpoint to write")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     averaged, sources = average_checkpoints(args.inputs, args.last)
     atomic_torch_save(averaged, args.output)
     steps = ", ".join(str(step) for _, step in sources)

@@ -8,12 +8,10 @@ bucket (1-10, ..., 61+) for source and target, and vocabulary sizes. `--json` pr
 """
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 
 from seqbench.config.compose import compose
-
-USAGE = "usage: seqbench data describe [--json] [hydra overrides, e.g. data=bible data.corpus.pair=en-fr]"
 
 
 def describe(datamodule) -> dict:
@@ -76,13 +74,18 @@ def print_report(report: dict) -> None:
                   f"{' (shared)' if vocab['bpe']['shared'] else ''}")
 
 
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command's arguments (one convention for every command: the tests parse the documented commands)."""
+    parser = argparse.ArgumentParser(prog="seqbench data", description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=["describe"], help="describe: sizes, length histograms, vocabularies")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. data=bible data.corpus.pair=en-fr")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    return parser.parse_intermixed_args(argv)  # --json anywhere among the overrides
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help") or argv[0] != "describe":
-        print(USAGE, file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
-    as_json = "--json" in argv
-    overrides = [a for a in argv[1:] if a != "--json"]
+    args = parse_args(argv)
+    as_json, overrides = args.json, args.overrides
 
     from hydra.utils import instantiate
 

@@ -113,12 +113,17 @@ def export(run: Path, out: Path, checkpoint: str = "best") -> Path:
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command's arguments (one convention for every command: the tests parse the documented commands)."""
     parser = argparse.ArgumentParser(prog="seqbench export", description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="run directory (or a .ckpt inside one)")
     parser.add_argument("out", type=Path, help="folder to create (must not exist, or be empty)")
     parser.add_argument("--checkpoint", default="best", help="best, last, or a .ckpt path")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     out = export(args.run, args.out, args.checkpoint)
     print(f"exported to {out}: seqbench translate {out}", file=sys.stderr)
 

@@ -24,7 +24,8 @@ def _external(items: list[str]) -> dict[str, str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command's arguments (one convention for every command: the tests parse the documented commands)."""
     parser = argparse.ArgumentParser(prog="seqbench report", description=__doc__.split(":", 1)[0])
     parser.add_argument("runs", nargs="+", help="run or multirun directories (results.json found recursively), one "
                                                 "sweep directory of `seqbench sweep`, or several (recipe searches "
@@ -37,7 +38,11 @@ def main(argv: list[str] | None = None) -> int:
                              "as an extra row (repeatable)")
     parser.add_argument("--target-bleu", nargs="+", type=float, default=list(DEFAULT_TARGETS), metavar="BLEU",
                         help="validation BLEUs of the compute-to-target table (default: %(default)s)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     first = Path(args.runs[0])
     out = Path(args.out) if args.out else (first if first.is_dir() else Path.cwd()) / "report"
     if len(args.runs) == 1 and is_sweep_dir(first):

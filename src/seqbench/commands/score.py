@@ -71,7 +71,8 @@ def format_scores(scores: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command's arguments (one convention for every command: the tests parse the documented commands)."""
     parser = argparse.ArgumentParser(prog="seqbench score",
                                      description="Score any system's output exactly as seqbench scores its runs.")
     parser.add_argument("--hyp", required=True, help="the system's detokenised hypotheses, one per line")
@@ -82,7 +83,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="upper edges (source words) of the length buckets, comma-separated (default: %(default)s)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="paired bootstrap resamples (default: 1000)")
     parser.add_argument("--json", action="store_true", help="print the whole record as JSON")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if args.bootstrap < 1:
         raise InputError(f"--bootstrap {args.bootstrap}: give a positive number of resamples")
     scores = score_files(args.hyp, args.ref, args.src, args.baseline, parse_buckets(args.buckets), args.bootstrap)

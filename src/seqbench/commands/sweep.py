@@ -6,7 +6,8 @@ import argparse
 from seqbench.common.errors import InputError
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command's arguments (one convention for every command: the tests parse the documented commands)."""
     parser = argparse.ArgumentParser(prog="seqbench sweep",
                                      description="Run a W&B sweep file's trials locally, without a W&B server.")
     parser.add_argument("sweep", help="a W&B sweep file, e.g. sweeps/transformer_shape.yaml")
@@ -17,6 +18,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.count is not None and args.count < 1:
         parser.error("--count must be a positive integer")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     try:
         import optuna  # noqa: F401 - the search library, an optional extra
     except ImportError:

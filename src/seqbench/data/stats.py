@@ -1,4 +1,4 @@
-"""Length statistics shared by the corpora's reports and `python -m seqbench.data describe`.
+"""Length statistics shared by the corpora's reports and `seqbench data describe`.
 
 Lengths are whitespace-separated words, the unit the data module's length filters use, bucketed like the synthetic
 corpus's valid/test stratification (1-10, 11-20, ..., 51-60, 61+).

@@ -1,4 +1,4 @@
-"""The report of a sweep directory (`python -m seqbench.sweep`): BLEU and training tokens/s as functions of the
+"""The report of a sweep directory (`seqbench sweep`): BLEU and training tokens/s as functions of the
 searched parameters, e.g. heads x layers x d_ff for sweeps/transformer_shape.yaml.
 
 The axes are the sweep's searched parameters in the file's order, `seed` excepted: runs that differ only in their

@@ -36,7 +36,7 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                     "achieved_train_flops_per_s", "peak_flops_per_s": {dtype: FLOP/s}, "peak_matrix_size": {dtype: n}
                     (the machine's matmul peak, cached per device, dtype and thread count: seqbench.measure.peaks),
                     "peak_dtype" (the training precision's), "peak_source" ("cached": measured before, by an
-                    earlier run or `python -m seqbench.commands.bench --measure-peak`; "measured now": no cached peak
+                    earlier run or `seqbench bench --measure-peak`; "measured now": no cached peak
                     existed, this run measured and cached it), "peak_provenance": {dtype: {"device", "dtype",
                     "threads", "measured_at", "measure_seconds", "torch", "load_average_1min",
                     "cpu_busy_fraction", "cpu_count", "cores_idle", "source"}}, "mfu" (achieved / peak of
