@@ -261,3 +261,11 @@ def test_sweep_report_folds_seeds_and_finds_the_pareto_front():
     assert by_heads[2]["bleu"].std == pytest.approx(2.8284, abs=1e-3) and by_heads[4]["bleu"].ci is None
     assert by_heads[2]["bleu"].ci == pytest.approx(12.706205 * 2.8284 / 2 ** 0.5, abs=1e-3)
     assert [r["key"][0] for r in pareto_front(rows)] == [4, 2]
+
+
+def test_summary_cells_keep_a_learning_rates_digits():
+    """A log-uniform learning rate (3e-4 to 1e-2) must not print as 0.00 in summary.md."""
+    from seqbench.sweep.runner import _fmt
+
+    assert [_fmt(v) for v in (0.000853825, 0.0063, 0.3, 30.97, 1644544.0, 1000, None)] == [
+        "0.000854", "0.0063", "0.30", "30.97", "1,644,544", "1,000", "—"]

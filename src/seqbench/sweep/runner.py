@@ -188,8 +188,8 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
 def _fmt(value) -> str:
     if value is None:
         return "—"
-    if isinstance(value, float):
-        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.2f}"
+    if isinstance(value, float):  # a learning rate keeps its digits: 3 significant ones below 0.1
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}" if 0 < abs(value) < 0.1 else f"{value:.2f}"
     return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
