@@ -263,6 +263,25 @@ def test_sweep_report_folds_seeds_and_finds_the_pareto_front():
     assert [r["key"][0] for r in pareto_front(rows)] == [4, 2]
 
 
+def test_sweep_plots_label_each_cell_with_its_mean_and_seed_count():
+    """The heatmap writes every cell's mean over seeds and other axes with n; the lines plot one series per setting
+    of the other axes (in-process: the end-to-end sweep test is in the integration tier)."""
+    from seqbench.report.sweep import configurations, plot_heatmap, plot_lines
+
+    def trial(heads, layers, seed, bleu):
+        return {"params": {"model.n_heads": heads, "shape.layers": layers}, "seed": seed, "bleu": bleu,
+                "tokens_per_s": 1000.0 * layers, "parameters": 10}
+
+    trials = [trial(2, 1, 1, 10.0), trial(2, 1, 2, 14.0), trial(4, 1, 1, 20.0), trial(2, 3, 1, 30.0)]
+    heatmap = plot_heatmap(trials, "model.n_heads", "shape.layers")
+    texts = {t.get_text() for ax in heatmap.axes for t in ax.texts}
+    assert {"12.0\n(n=2)", "20.0\n(n=1)", "30.0\n(n=1)", "1,000\n(n=2)"} <= texts
+    assert not any(t.startswith("nan") for t in texts)  # (4, 3) was not run: an empty cell, no text
+    lines = plot_lines(configurations(trials, ["model.n_heads", "shape.layers"]), ["model.n_heads", "shape.layers"],
+                       "shape.layers")
+    assert len(lines.axes[0].get_legend_handles_labels()[1]) == 2  # heads=2 and heads=4
+
+
 def test_summary_cells_keep_a_learning_rates_digits():
     """A log-uniform learning rate (3e-4 to 1e-2) must not print as 0.00 in summary.md."""
     from seqbench.sweep.runner import _fmt

@@ -58,9 +58,10 @@ def test_multirun_logs_one_wandb_run_per_job_with_config_and_tables(tmp_path):
         assert run["summary"]["test/bleu"] == pytest.approx(results["test"]["bleu"])
         assert run["summary"]["parameters"] == results["parameters"]
         media = wandb_dir / "files" / "media"
-        for split in ("val", "test"):
+        # the synthetic pair records its agreement dependencies: the test pass adds the length x distance table
+        for split, extra in (("val", set()), ("test", {"targeted_by_length_distance"})):
             assert {p.name.rsplit("_", 2)[0] for p in (media / "table" / split).glob("*.table.json")} \
-                == {"bleu_by_length", "samples"}
+                == {"bleu_by_length", "samples", *extra}
         by_length = json.loads(next((media / "table" / "val").glob("bleu_by_length_*.table.json")).read_text())
         assert by_length["columns"] == ["bucket", "sentences", "bleu"]
         assert [row[0] for row in by_length["data"]] == [b["bucket"] for b in results["valid"]["bleu_by_length"]]

@@ -102,7 +102,8 @@ def plot_heatmap(trials: list[dict], rows_axis: str, cols_axis: str) -> Figure:
         image = ax.imshow(means, cmap="viridis", aspect="auto")
         fig.colorbar(image, ax=ax, shrink=0.8)
         for i, row in enumerate(grid):
-            for j, (mean, _, n) in enumerate(row):
+            for j, scores in enumerate(row):
+                mean, n = scores.mean, scores.n
                 if mean is not None:
                     text = f"{mean:.1f}" if metric == "bleu" else f"{mean:,.0f}"
                     bright = image.norm(mean) > 0.6  # viridis turns yellow: dark text there
@@ -117,7 +118,7 @@ def plot_heatmap(trials: list[dict], rows_axis: str, cols_axis: str) -> Figure:
 
 
 def plot_lines(rows: list[dict], axes: list[str], x_axis: str) -> Figure:
-    """BLEU and tokens/s over x_axis, one line per setting of the other axes; error bars: std over seeds."""
+    """BLEU and tokens/s over x_axis, one line per setting of the other axes; error bars: 95% CI over seeds."""
     others = [a for a in axes if a != x_axis]
     x_index, other_index = axes.index(x_axis), [axes.index(a) for a in others]
     xs = sorted({r["key"][x_index] for r in rows}, key=lambda v: (isinstance(v, str), v))
