@@ -1,0 +1,50 @@
+"""Runs as models and seeds: grouping finished runs by label, and another toolkit's output as one more run."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from seqbench.common.errors import InputError
+from seqbench.common.io import read_lines
+from seqbench.common.text import DEFAULT_LENGTH_EDGES
+from seqbench.rundir.reader import Run
+from seqbench.scoring.evaluation import Evaluator
+
+
+def group_by_label(runs: list[Run], split: str = "test") -> dict[str, list[Run]]:
+    """label -> its runs (seeds) sorted by seed; labels ordered by mean BLEU on `split`, best first."""
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.label, []).append(run)
+    for members in groups.values():
+        members.sort(key=lambda r: (r.seed is None, r.seed if r.seed is not None else 0, str(r.path)))
+
+    def mean_bleu(label: str) -> float:
+        scores = [r.results[split]["bleu"] for r in groups[label] if split in r.results]
+        return sum(scores) / len(scores) if scores else -math.inf
+
+    return {label: groups[label] for label in sorted(groups, key=mean_bleu, reverse=True)}
+
+
+def external_run(name: str, hypotheses: str | Path, reference: Run, split: str = "test",
+                 bootstrap_samples: int = 1000) -> Run:
+    """Another toolkit's output (fairseq, OpenNMT-py, Joey NMT, ...) as a report row: its hypotheses of `reference`'s
+    sentences, scored by the Evaluator against that run's references and sources, in the same length buckets.
+
+    It has no seed, training log, attention maps or measurements: those cells of the report stay empty."""
+    references, sources = reference.lines("references", split), reference.lines("sources", split)
+    if references is None or sources is None:
+        raise InputError(f"{reference.path}: no references.{split}.txt / sources.{split}.txt to score "
+                         f"--external {name} against (runs before seqbench wrote them cannot be used)")
+    lines = read_lines(hypotheses)
+    if len(lines) != len(references):
+        raise InputError(f"--external {name}={hypotheses}: {len(lines)} lines, but the {split} set of "
+                         f"{reference.path} has {len(references)} sentences")
+    buckets = reference.results.get(split, {}).get("bleu_by_length")
+    edges = [b["max_words"] for b in buckets if b["max_words"] is not None] if buckets else DEFAULT_LENGTH_EDGES
+    scores = Evaluator(edges, bootstrap_samples).score(lines, references, sources)
+    results = {"label": name, "model": {"name": "external", "class": None, "config": {}, "param_budget": None},
+               "parameters": None, "seed": None, split: scores}
+    cache = {f"hypotheses.{split}": lines, f"references.{split}": references, f"sources.{split}": sources,
+             "curve": [], "attention": None}
+    return Run(Path(hypotheses), results, cache)

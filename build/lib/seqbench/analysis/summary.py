@@ -1,0 +1,212 @@
+"""Per-model means and 95% confidence intervals over seeds, significance between models (over seeds and sentences,
+and per seed-matched pair of runs over sentences), and the bucketed breakdowns (BLEU by length, by structure) a run
+records: the numbers behind the report's tables and plots."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+from seqbench.analysis.seeds import seed_bootstrap, spread
+from seqbench.common.nested import get_path
+from seqbench.common.text import bucket_start
+from seqbench.rundir.reader import Run
+from seqbench.scoring.metrics import paired_bootstrap
+
+# Table columns: (key, header, path in results.json, scale). Values are averaged over the seeds of a model.
+COLUMNS = [
+    ("params", "params", "parameters", 1.0),
+    ("bleu", "BLEU", "{split}.bleu", 1.0),
+    ("chrf", "chrF", "{split}.chrf", 1.0),
+    ("greedy_bleu", "greedy BLEU", "{split}.greedy.bleu", 1.0),
+    ("train_tok_s", "train tok/s", "throughput.target_tokens_per_s", 1.0),
+    ("steps_s", "steps/s", "throughput.steps_per_s", 1.0),
+    ("greedy_sent_s", "greedy sent/s", "decoding.greedy.sentences_per_s", 1.0),
+    ("beam_sent_s", "beam sent/s", "decoding.beam.sentences_per_s", 1.0),
+    ("mfu", "MFU %", "flops.mfu", 100.0),
+    ("memory", "peak MB", "peak_memory_mb", 1.0),
+]
+
+
+def summary_rows(groups: dict[str, list[Run]], split: str = "test") -> list[dict]:
+    """One row per model: {"label", "family", "seeds", "<key>": Spread (mean, 95% CI, n) for every column}."""
+    rows = []
+    for label, runs in groups.items():
+        row = {"label": label, "family": runs[0].results["model"]["name"], "seeds": [r.seed for r in runs],
+               "beam_size": get_path(runs[0].results, "decoding.beam.beam_size")}
+        for key, _, path, scale in COLUMNS:
+            values = [get_path(r.results, path.format(split=split)) for r in runs]
+            row[key] = spread([None if v is None else v * scale for v in values])
+        rows.append(row)
+    return rows
+
+
+def _pairs(a: list[Run], b: list[Run]) -> list[tuple[Run, Run]]:
+    """Runs of two models paired by seed; seeds only one model has are paired in order among themselves."""
+    by_seed = {r.seed: r for r in b}
+    pairs = [(r, by_seed[r.seed]) for r in a if r.seed in by_seed]
+    rest_a = [r for r in a if r.seed not in by_seed]
+    rest_b = [r for r in b if r.seed not in {x.seed for x in a}]
+    return pairs + list(zip(rest_a, rest_b))
+
+
+def significance(groups: dict[str, list[Run]], split: str = "test", n_samples: int = 1000) -> dict:
+    """Paired bootstrap resampling (sacreBLEU) between every two models, on each seed-matched pair of runs.
+
+    Returns {(label_a, label_b): [{"seeds": (seed_a, seed_b), "p_value", "bleu_a", "bleu_b"}, ...]} for pairs
+    whose runs decoded the same references; the first label is the better one in the groups' order.
+    """
+    out = {}
+    for label_a, label_b in combinations(groups, 2):
+        tests = []
+        for run_a, run_b in _pairs(groups[label_a], groups[label_b]):
+            hyp_a, hyp_b = run_a.lines("hypotheses", split), run_b.lines("hypotheses", split)
+            references = run_a.lines("references", split)
+            if None in (hyp_a, hyp_b, references) or references != run_b.lines("references", split):
+                continue  # no files, or different test sets: nothing to pair
+            result = paired_bootstrap(hyp_a, hyp_b, references, n_samples)
+            tests.append({"seeds": (run_a.seed, run_b.seed), "p_value": result["p_value"],
+                          "bleu_a": result["baseline_bleu"], "bleu_b": result["bleu"]})
+        if tests:
+            out[(label_a, label_b)] = tests
+    return out
+
+
+def seed_significance(groups: dict[str, list[Run]], split: str = "test", n_samples: int = 1000) -> dict:
+    """Every two models compared over seeds and sentences (seqbench.analysis.seeds.seed_bootstrap), when all their
+    runs decoded the same references: {(label_a, label_b): the test's record}, the better label first."""
+    out = {}
+    for label_a, label_b in combinations(groups, 2):
+        sides = []
+        for label in (label_a, label_b):
+            texts = [(r.lines("hypotheses", split), r.lines("references", split)) for r in groups[label]]
+            sides.append([t for t in texts if None not in t])
+        if not all(sides) or any(refs != sides[0][0][1] for side in sides for _, refs in side):
+            continue  # no files, or different test sets
+        out[(label_a, label_b)] = seed_bootstrap(sides[0], sides[1], n_samples)
+    return out
+
+
+def max_p(tests: list[dict]) -> float:
+    """The most conservative p-value over seed pairs: a difference counts only if every seed pair shows it."""
+    return max(t["p_value"] for t in tests)
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """One bucketed score of a split, as results.json records it: a list of {"bucket", <value>, <count>} at `key`."""
+    key: str     # dotted path inside a split's scores
+    value: str   # the score of a bucket
+    count: str   # what a bucket holds
+    title: str
+    axis: str    # what the buckets measure (x axis)
+    metric: str  # what the score is (y axis)
+    note: str    # the report's sentence on what a bucket holds
+
+    @property
+    def name(self) -> str:  # file stem and W&B key
+        return self.key.replace(".", "_") + ("" if self.value == "bleu" else f"_{self.value}")
+
+    def entries(self, run: Run, split: str) -> list[dict]:
+        return get_path(run.results, f"{split}.{self.key}") or []
+
+
+BY_LENGTH = Breakdown("bleu_by_length", "bleu", "sentences", "BLEU by source sentence length",
+                      "source sentence length (words)", "BLEU",
+                      "Bucket (sentences): corpus BLEU of the sentences in each bucket.")
+# The structural axes of a corpus that records them (seqbench.scoring.targeted): present only in such runs.
+BY_STRUCTURE = (
+    Breakdown("bleu_by_clauses", "bleu", "sentences", "BLEU by clause count", "clauses in the source sentence",
+              "BLEU", "Bucket (sentences): corpus BLEU of the sentences with that many clauses (finite verbs, "
+                      "relative clauses included)."),
+    Breakdown("bleu_by_dependency", "bleu", "sentences", "BLEU by longest dependency",
+              "longest dependency in the source sentence (words)", "BLEU",
+              "Bucket (sentences): corpus BLEU of the sentences whose longest agreement/reference dependency spans "
+              "that many source words."),
+    Breakdown("targeted.by_distance", "coverage", "dependencies", "Coverage of the dependent words by distance",
+              "controller-to-dependent distance (source words)", "coverage (%)",
+              "Bucket (dependencies): share of agreement/reference dependencies whose marked word the hypothesis has "
+              "(the word aligned to the reference's is built on its stem), by controller-to-dependent distance in "
+              "source words (seqbench.scoring.targeted)."),
+    Breakdown("targeted.by_distance", "accuracy", "dependencies", "Marker accuracy by dependency distance",
+              "controller-to-dependent distance (source words)", "marker accuracy when covered (%)",
+              "Bucket (dependencies): of the dependencies whose word the hypothesis has, the share with the marker "
+              "the source decides; a missing word counts against coverage, not here (seqbench.scoring.targeted). "
+              "Distance and sentence length go together here: see the length x distance table."),
+)
+# The same with greedy decoding (module.test_greedy), next to the beam's: a decoding artefact shows up here.
+GREEDY_BY_LENGTH = Breakdown("greedy.bleu_by_length", "bleu", "sentences",
+                             "Greedy BLEU by source sentence length", "source sentence length (words)",
+                             "BLEU, greedy decoding",
+                             "Bucket (sentences): the same test sentences decoded greedily (module.test_greedy) "
+                             "instead of with the beam, so a beam-search artefact cannot pass for an architecture "
+                             "effect.")
+# A test split of joined verses (data=bible with test_segments): the single verses apart, so a long *sentence* is
+# read apart from a long *passage*.
+SINGLE_VERSE_BY_LENGTH = Breakdown("bleu_by_length_single_verse", "bleu", "sentences",
+                                   "BLEU by source length, single verses only", "source sentence length (words)",
+                                   "BLEU", "Bucket (verses): corpus BLEU of the test items that are one verse; the "
+                                   "other items join consecutive verses into one segment.")
+BREAKDOWNS = (BY_LENGTH, GREEDY_BY_LENGTH, SINGLE_VERSE_BY_LENGTH, *BY_STRUCTURE)
+
+
+def present_breakdowns(groups: dict[str, list[Run]], split: str = "test") -> list[Breakdown]:
+    """The breakdowns some run of `groups` recorded for `split`, in BREAKDOWNS order."""
+    runs = [r for members in groups.values() for r in members]
+    return [b for b in BREAKDOWNS if any(b.entries(r, split) for r in runs)]
+
+
+def _bucket_names(groups: dict[str, list[Run]], split: str, breakdown: Breakdown) -> list[str]:
+    names: list[str] = []
+    for runs in groups.values():
+        for run in runs:
+            for bucket in breakdown.entries(run, split):
+                if bucket["bucket"] not in names:
+                    names.append(bucket["bucket"])
+    return names
+
+
+def bucket_counts(groups: dict[str, list[Run]], split: str, breakdown: Breakdown) -> dict[str, int]:
+    for runs in groups.values():
+        for run in runs:
+            entries = breakdown.entries(run, split)
+            if entries:
+                return {b["bucket"]: b[breakdown.count] for b in entries}
+    return {}
+
+
+def _bucket_value(run: Run, split: str, name: str, breakdown: Breakdown) -> float | None:
+    for bucket in breakdown.entries(run, split):
+        if bucket["bucket"] == name:
+            return bucket[breakdown.value]
+    return None
+
+
+def bucket_series(groups: dict[str, list[Run]], split: str = "test",
+                  breakdown: Breakdown = BY_LENGTH) -> tuple[list[str], dict[str, list[tuple]]]:
+    """Bucket names and, per model, the (mean, std, n) score of every bucket: the data of a breakdown's plot."""
+    buckets = _bucket_names(groups, split, breakdown)
+    return buckets, {label: [spread([_bucket_value(r, split, b, breakdown) for r in runs]) for b in buckets]
+                     for label, runs in groups.items()}
+
+
+def length_distance_cells(groups: dict[str, list[Run]], split: str, kind: str, score: str) -> dict:
+    """The length-controlled targeted table (targeted.by_length_distance) of every model that recorded one: {label:
+    {"lengths": [...], "distances": [...], "cells": {(length, distance): Spread of `score` over seeds},
+    "dependencies": {(length, distance): count in the first seed}, "probes": bool}}."""
+    out = {}
+    for label, runs in groups.items():
+        per_run = [[c for c in get_path(r.results, f"{split}.targeted.by_length_distance") or [] if c["kind"] == kind]
+                   for r in runs]
+        per_run = [cells for cells in per_run if cells]
+        if not per_run:
+            continue
+        keys = list(dict.fromkeys((c["length"], c["distance"]) for cells in per_run for c in cells))
+        values = {key: [next((c[score] for c in cells if (c["length"], c["distance"]) == key), None)
+                        for cells in per_run] for key in keys}
+        out[label] = {"lengths": sorted({k[0] for k in keys}, key=bucket_start),
+                      "distances": sorted({k[1] for k in keys}, key=bucket_start),
+                      "cells": {key: spread(v) for key, v in values.items()},
+                      "dependencies": {(c["length"], c["distance"]): c["dependencies"] for c in per_run[0]},
+                      "probes": per_run[0][0]["probes"]}
+    return out
+

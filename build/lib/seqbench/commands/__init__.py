@@ -1,0 +1,43 @@
+"""The `seqbench` command: `seqbench <command> [arguments]`, one module here per command, each `main(argv)` run under
+one error wrapper (seqbench.commands.cli.run_command). `python -m seqbench <command>` is the same."""
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Sequence
+
+# command -> (module under seqbench.commands, one line of help)
+COMMANDS = {
+    "train": ("train", "train, evaluate and record a run (Hydra overrides, e.g. model=rnn trainer.max_steps=500)"),
+    "translate": ("translate", "translate stdin or a file with a trained run or an exported model"),
+    "score": ("score", "score any system's output as seqbench scores its runs (BLEU, chrF, by length, bootstrap)"),
+    "average": ("average", "average a run's recent checkpoints"),
+    "export": ("export", "export a trained run as a standalone model folder"),
+    "bench": ("bench", "training and decoding speed of the reference models beside plain PyTorch"),
+    "sweep": ("sweep", "run a W&B sweep file's trials locally, without a W&B server"),
+    "report": ("report", "compare finished runs: tables, significance, plots"),
+    "data": ("data", "describe a corpus as a run would see it (data describe data=bible ...)"),
+}
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = ["usage: seqbench <command> [arguments]   (seqbench <command> --help for its arguments)", "",
+             "commands:"]
+    return "\n".join(lines + [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from seqbench.commands.cli import run_command
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage(), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"error: {name}: no such command (commands: {', '.join(COMMANDS)}); see seqbench --help",
+              file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"seqbench.commands.{COMMANDS[name][0]}")
+    return run_command(module.main, rest)

@@ -1,0 +1,35 @@
+"""`seqbench sweep SWEEP.yaml [--count N] [--out DIR] [--seed S] [--parallel N]`: see seqbench.sweep."""
+from __future__ import annotations
+
+import argparse
+
+from seqbench.common.errors import InputError
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command's arguments (one convention for every command: the tests parse the documented commands)."""
+    parser = argparse.ArgumentParser(prog="seqbench sweep",
+                                     description="Run a W&B sweep file's trials locally, without a W&B server.")
+    parser.add_argument("sweep", help="a W&B sweep file, e.g. sweeps/transformer_shape.yaml")
+    parser.add_argument("--count", type=int, help="at most this many trials (like `wandb agent --count`); the file's "
+                                                  "run_cap and a grid's size also limit them")
+    parser.add_argument("--out", help="sweep directory (default: logs/sweeps/<name>/<time>/)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random and Bayesian samplers")
+    args = parser.parse_args(argv)
+    if args.count is not None and args.count < 1:
+        parser.error("--count must be a positive integer")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        import optuna  # noqa: F401 - the search library, an optional extra
+    except ImportError:
+        raise InputError("local sweeps need Optuna: pip install 'seqbench[optuna]'") from None
+    from seqbench.sweep.runner import run_sweep
+
+    sweep_dir = run_sweep(args.sweep, args.count, args.out, args.seed)
+    print(f"summary: {sweep_dir / 'summary.md'}")
+    return 0
+

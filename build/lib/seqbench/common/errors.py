@@ -1,0 +1,131 @@
+"""The user's mistakes (config values, data files, corpora), reported as one line with exit status 2, no traceback.
+
+`ConfigError`: a bad config value, found before any data or model is built. `InputError`: a bad file, corpus or
+checkpoint, found when it is read. `require`/`positive_int`/`choice`/`probability` are the checks each model class's
+`validate_config` uses, so messages read the same everywhere: `<key>=<value>: <what is allowed>`. `one_line` tells a
+mistake in the user's input (ours, Hydra's or Lightning's) from a bug and words it as one line.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any, Iterable
+
+
+class ConfigError(ValueError):
+    pass
+
+
+class InputError(ValueError):
+    pass
+
+
+def user_error(error: BaseException) -> ValueError | None:
+    """The ConfigError or InputError behind `error`, if any: Hydra wraps what instantiated objects raise, so the
+    user's own mistake may sit a few `__cause__` links down. None for everything else (a real bug: re-raise it)."""
+    while error is not None and not isinstance(error, (ConfigError, InputError)):
+        error = error.__cause__
+    return error
+
+
+def require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def positive_int(value: Any, key: str, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    require(is_int(value) and value > 0, f"{key}={value!r}: must be a positive integer")
+
+
+def probability(value: Any, key: str) -> None:
+    """A dropout-like rate in [0, 1); None (unset) passes."""
+    if value is not None:
+        require(isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1,
+                f"{key}={value!r}: must be in [0, 1)")
+
+
+def choice(value: Any, key: str, allowed: Iterable[str]) -> None:
+    allowed = tuple(allowed)
+    require(value in allowed, f"{key}={value!r}: allowed values are {', '.join(allowed)}")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _takes(target: str, argument: str) -> bool:
+    """Whether the callable `target` (a `_target_` path) has an argument of this name."""
+    import inspect
+
+    from hydra.utils import get_object
+
+    try:
+        return argument in inspect.signature(get_object(target)).parameters
+    except Exception:  # noqa: BLE001 - an unimportable target: no hint, the config checks report it later
+        return False
+
+
+def _unknown_key(error) -> str | None:
+    """`model.n_head=4`: "Could not override 'model.n_head'" caused by "Key 'n_head' is not in struct"."""
+    from omegaconf import DictConfig
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
+    cause = error.__cause__
+    if not isinstance(cause, (ConfigKeyError, ConfigAttributeError)) or not getattr(cause, "full_key", None):
+        return None
+    parent, key, full_key = cause.parent_node, cause.key, cause.full_key
+    prefix = full_key[: -len(str(key))] if full_key.endswith(str(key)) else ""
+    keys = [k for k in parent.keys() if k != "hydra"] if isinstance(parent, DictConfig) else []
+    if isinstance(parent, DictConfig) and "_target_" in parent and _takes(parent._target_, str(key)):
+        return f"{full_key}: not set in the config; add it with +{full_key}=<value> ({parent._target_} takes it)"
+    close = difflib.get_close_matches(str(key), [str(k) for k in keys], n=1)
+    if close:
+        return f"{full_key}: no such key; did you mean {prefix}{close[0]}?"
+    return (f"{full_key}: no such key (keys here: {', '.join(map(str, keys))}); "
+            f"+{full_key}=<value> adds a new key")
+
+
+def one_line(error: BaseException, before_task: bool = False) -> str | None:
+    """The one-line message for a mistake in the user's input, or None for a bug (which must keep its traceback).
+    `before_task`: the error came from Hydra before the task function ran (composition, creating the run dir)."""
+    found = user_error(error)
+    if found is not None:
+        return _squash(str(found))
+    from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+    from lightning.fabric.utilities.exceptions import MisconfigurationException
+    from omegaconf.errors import InterpolationResolutionError
+
+    if isinstance(error, MissingConfigException) and getattr(error, "missing_cfg_file", None):
+        group, _, choice = str(error.missing_cfg_file).rpartition("/")
+        options = f" (available: {', '.join(error.options)})" if getattr(error, "options", None) else ""
+        return f"{group or 'config'}={choice}: no such config{options}" if group else _squash(str(error))
+    if isinstance(error, OverrideParseException):
+        reason = str(error).splitlines()[0]
+        return (f"{error.override}: cannot be parsed ({reason}); quote values with special characters, "
+                f"e.g. 'key=\"a b\"'")
+    if isinstance(error, ConfigCompositionException):
+        message = _unknown_key(error)
+        if message:
+            return message
+        cause = f": {_squash(str(error.__cause__).splitlines()[0])}" if error.__cause__ else ""
+        return _squash(str(error).splitlines()[0]) + cause
+    if isinstance(error, InterpolationResolutionError):
+        key = getattr(error, "full_key", None)
+        return f"{key}: {_squash(getattr(error, 'msg', str(error)))}" if key else _squash(str(error))
+    key, cause = "trainer", error
+    while cause is not None and not isinstance(cause, MisconfigurationException):
+        # Hydra's InstantiationException names the config node it was building ("full_key: callbacks.lr_monitor")
+        key = next((line.split(":", 1)[1].strip() for line in str(cause).splitlines()
+                    if line.startswith("full_key:")), key)
+        cause = cause.__cause__
+    if cause is not None:
+        return f"{key}: {_squash(str(cause))}"
+    if before_task and isinstance(error, OSError) and error.filename:
+        return (f"hydra.run.dir={error.filename}: cannot be written ({error.strerror}); "
+                f"choose a writable hydra.run.dir or paths.log_dir")
+    return None

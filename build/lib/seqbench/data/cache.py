@@ -1,0 +1,91 @@
+"""Cache entries (prepared datasets, tokenizers, the Bible database) that are checked before they are read.
+
+Every entry is written atomically (a temporary sibling, then a rename) and then sealed with the SHA-256 of each of
+its files (`<entry>.sha256.json` beside it). Before reading, `cached` checks the seal: an entry that is half
+written (killed between rename and seal, or by an older version that wrote no seal and cannot be read), truncated
+or altered is logged, deleted and rebuilt, never read. Entries from before seals existed are read once, and sealed
+if they read without error.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from seqbench.common.io import atomic_write_text
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def _seal_path(entry: Path) -> Path:
+    return entry.with_name(entry.name + ".sha256.json")
+
+
+def _digests(entry: Path) -> dict[str, str]:
+    files = [entry] if entry.is_file() else sorted(p for p in entry.rglob("*") if p.is_file())
+    digests = {}
+    for path in files:
+        sha = hashlib.sha256()
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                sha.update(chunk)
+        digests[path.relative_to(entry).as_posix() if path != entry else "."] = sha.hexdigest()
+    return digests
+
+
+def seal(entry: Path) -> None:
+    """Record the checksums of a complete entry (file or folder)."""
+    atomic_write_text(_seal_path(entry), json.dumps(_digests(entry), indent=1, sort_keys=True) + "\n")
+
+
+def problem(entry: Path) -> str | None:
+    """Why `entry` must not be read ("missing", "not sealed", or what differs from its seal); None if intact."""
+    if not entry.exists():
+        return "missing"
+    seal_path = _seal_path(entry)
+    if not seal_path.is_file():
+        return "not sealed"
+    try:
+        expected = json.loads(seal_path.read_text())
+    except (OSError, ValueError):
+        return "its seal is unreadable"
+    found = _digests(entry)
+    for name in sorted(set(expected) | set(found)):
+        if expected.get(name) != found.get(name):
+            what = "missing" if name not in found else "unexpected" if name not in expected else "changed"
+            return f"{'it' if name == '.' else name} is {what} (checksum)"
+    return None
+
+
+def remove(entry: Path) -> None:
+    if entry.is_dir():
+        shutil.rmtree(entry)
+    elif entry.exists():
+        entry.unlink()
+    _seal_path(entry).unlink(missing_ok=True)
+
+
+def cached(entry: Path, read: Callable[[], T], build: Callable[[], None], what: str) -> T:
+    """`read()` the cache entry if it is intact; otherwise delete it, `build()` it (which writes `entry`), seal it
+    and read it."""
+    reason = problem(entry)
+    if reason is None:
+        return read()
+    if reason == "not sealed":  # written before seals existed, or killed between its rename and its seal
+        try:
+            value = read()
+        except Exception as error:  # noqa: BLE001 - any failure to read means rebuild
+            reason = f"unreadable ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
+        else:
+            seal(entry)
+            return value
+    if reason != "missing":
+        log.warning("cached %s at %s is incomplete or corrupted: %s; rebuilding it", what, entry, reason)
+        remove(entry)
+    build()
+    seal(entry)
+    return read()

@@ -1,0 +1,58 @@
+"""Parallel corpora as Hugging Face `DatasetDict`s with `src`/`tgt` text columns and train/valid/test splits.
+
+A corpus is any object with a `name` and `load(cache_dir) -> DatasetDict`; the data module does the rest
+(tokenizer, length filters, batching), so every source goes through the same path.
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+from datasets import Dataset, DatasetDict, load_from_disk
+
+from seqbench.common.errors import ConfigError
+from seqbench.common.io import atomic_path
+from seqbench.common.structure import STRUCTURE_COLUMNS
+from seqbench.data.cache import cached, remove
+from seqbench.data.longrange import generate_long_range_splits
+from seqbench.data.synthetic import GrammarConfig, generate_splits, has_long_range
+
+SPLITS = ("train", "valid", "test")
+
+
+def save_atomically(dataset: DatasetDict, path: Path) -> None:
+    """Write to a sibling folder, then rename: a killed run leaves either the old cache or none, never half of one."""
+    with atomic_path(path) as tmp:
+        dataset.save_to_disk(str(tmp))
+
+
+class SyntheticCorpus:
+    """The embedded synthetic language pair (see `seqbench.data.synthetic`), cached keyed by its generator config."""
+
+    def __init__(self, **grammar):
+        known = {f.name for f in fields(GrammarConfig)}
+        unknown = set(grammar) - known
+        if unknown:
+            raise ConfigError(f"data.corpus: unknown synthetic option(s) {sorted(unknown)}; allowed: {sorted(known)}")
+        if "length_buckets" in grammar:
+            grammar["length_buckets"] = tuple(tuple(b) for b in grammar["length_buckets"])
+        if "clause_count_weights" in grammar:
+            grammar["clause_count_weights"] = tuple(grammar["clause_count_weights"])
+        self.config = GrammarConfig(**grammar)
+        self.name = f"synthetic-{self.config.cache_key()}"
+
+    def load(self, cache_dir: str | Path) -> DatasetDict:
+        path = Path(cache_dir) / self.name / "dataset"
+
+        def build() -> None:
+            generate = generate_long_range_splits if has_long_range(self.config) else generate_splits
+            splits = generate(self.config)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            save_atomically(DatasetDict({name: Dataset.from_list(splits[name]) for name in SPLITS}), path)
+
+        dataset = cached(path, lambda: load_from_disk(str(path)), build, "dataset")
+        if not set(STRUCTURE_COLUMNS) <= set(dataset["test"].column_names):
+            # Cached before the structure columns existed: the same texts, regenerated with them.
+            remove(path)
+            dataset = cached(path, lambda: load_from_disk(str(path)), build, "dataset")
+        return dataset

@@ -1,0 +1,70 @@
+"""What evaluation sees of a split, and nothing else of the data: its texts, detokenisation, and token-budget batches.
+
+The validation/test loaders, the test decoding benchmark and the attention examples all batch through
+`batch_indices`, so a subset is batched exactly like the full pass (same budget, the same `<eos>` slot per target).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+
+from seqbench.data.batching import collate, token_budget_batches
+from seqbench.data.tokenizer import TokenizerPair
+
+
+class EncodedSplit(torch.utils.data.Dataset):
+    """Token ids of one split; items are (index, source ids, target ids) for `collate`."""
+
+    def __init__(self, src_ids: list[list[int]], tgt_ids: list[list[int]]):
+        self.src_ids, self.tgt_ids = src_ids, tgt_ids
+
+    def __len__(self) -> int:
+        return len(self.src_ids)
+
+    def __getitem__(self, i: int):
+        return i, self.src_ids[i], self.tgt_ids[i]
+
+
+@dataclass
+class EvalSplit:
+    name: str                   # "valid" or "test"
+    sources: list[str]          # detokenised source sentences, in split order
+    references: list[str]       # detokenised reference translations, in split order
+    encoded: EncodedSplit
+    tokenizers: TokenizerPair
+    max_tokens: int             # the evaluation token budget (padding included)
+    max_sentences: int | None = None
+    seed: int = 0               # breaks length ties in the batching
+    # The corpus's per-pair columns besides the text, aligned with `sources` (the synthetic pair's `clauses`,
+    # `max_dependency`, `dependencies`); empty for a corpus without any.
+    metadata: dict[str, list] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+    def batch_indices(self, subset: Sequence[int] | None = None) -> list[list[int]]:
+        """Token-budget batches of the split (or of `subset`), as lists of indices into the split."""
+        rows = list(range(len(self))) if subset is None else list(subset)
+        src_ids, tgt_ids = self.encoded.src_ids, self.encoded.tgt_ids
+        batches = token_budget_batches([len(src_ids[i]) for i in rows], [len(tgt_ids[i]) + 1 for i in rows],
+                                       self.max_tokens, self.max_sentences, seed=self.seed)  # +1: the <eos>
+        return [[rows[j] for j in batch] for batch in batches]
+
+    def batches(self, subset: Sequence[int] | None = None) -> list[dict]:
+        """Collated batches (tensors with "index", "src", "src_mask", ...) of the split or of `subset`."""
+        return [collate([self.encoded[i] for i in batch]) for batch in self.batch_indices(subset)]
+
+    def detokenize(self, ids: list[list[int]]) -> list[str]:
+        """Target token ids (no bos/eos/pad) -> detokenised text, comparable with `references`."""
+        return self.tokenizers.decode_tgt(ids)
+
+    def source_ids(self, i: int) -> list[int]:
+        return self.encoded.src_ids[i]
+
+    def source_pieces(self, i: int) -> list[str]:
+        return [self.tokenizers.src.id_to_token(t) for t in self.encoded.src_ids[i]]
+
+    def target_pieces(self, ids: list[int]) -> list[str]:
+        return [self.tokenizers.tgt.id_to_token(t) for t in ids]

@@ -1,0 +1,147 @@
+"""Parallel data from local files, one split per path, validated line by line before any training.
+
+Formats (`format`):
+
+- tsv:   one pair per line, "source<TAB>target";
+- jsonl: one JSON object per line, {"translation": {"<src_lang>": "...", "<tgt_lang>": "..."}};
+- text:  two aligned plain-text files per split, one sentence per line. A split is given as a prefix
+         (`data/train` -> data/train.<src_lang> and data/train.<tgt_lang>) or as a list [source file, target file].
+
+Every problem is an InputError naming the file and line: a missing file, invalid UTF-8, an empty line or field,
+a malformed TSV or JSON line, aligned files whose line counts differ. The parsed splits are cached as Arrow under
+a name that includes a digest of the files' bytes, so an edited file is re-read and gets its own tokenizer.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from datasets import Dataset, DatasetDict, load_from_disk
+
+from seqbench.common.errors import InputError
+from seqbench.common.io import read_lines
+from seqbench.data.cache import cached
+from seqbench.data.corpus import SPLITS, save_atomically
+
+FORMATS = ("tsv", "jsonl", "text")
+
+
+def _require_text(path: Path, number: int, text: str, what: str, aligned: bool = False) -> str:
+    text = " ".join(text.split())
+    if not text:
+        raise InputError(f"{path}:{number}: empty {what}; every line must hold a sentence"
+                         f"{' (remove the line from both aligned files)' if aligned else ' pair'}")
+    return text
+
+
+class FileCorpus:
+    def __init__(self, format: str = "tsv", src_lang: str = "src", tgt_lang: str = "tgt", train=None, valid=None,
+                 test=None):
+        # Checked in load(): Hydra wraps exceptions raised while instantiating, which would hide the one-line message.
+        self.format, self.src_lang, self.tgt_lang = str(format), str(src_lang), str(tgt_lang)
+        self.paths = {"train": train, "valid": valid, "test": test}
+        self._digest: str | None = None
+
+    def _files(self, split: str) -> list[Path]:
+        value = self.paths[split]
+        key = f"data.corpus.{split}"
+        if value is None or value == "":
+            raise InputError(f"{key} is not set: give the {split} file"
+                             f"{' prefix or [source, target] files' if self.format == 'text' else ''}")
+        if self.format == "text":
+            if isinstance(value, str):
+                files = [Path(f"{value}.{self.src_lang}"), Path(f"{value}.{self.tgt_lang}")]
+            else:
+                files = [Path(str(v)) for v in value]
+                if len(files) != 2:
+                    raise InputError(f"{key}: give a prefix or exactly two files [source, target], got {len(files)}")
+        else:
+            if not isinstance(value, str):
+                raise InputError(f"{key}: give one {self.format} file, got {list(value)}")
+            files = [Path(value)]
+        files = [p.expanduser() for p in files]
+        for path in files:
+            if not path.is_file():
+                raise InputError(f"{key}: file not found: {path}")
+        return files
+
+    def _validate_options(self) -> dict[str, list[Path]]:
+        if self.format not in FORMATS:
+            raise InputError(f"data.corpus.format={self.format!r}: use tsv, jsonl or text")
+        if self.format != "tsv" and self.src_lang == self.tgt_lang:
+            raise InputError(f"data.corpus.src_lang and tgt_lang are both {self.src_lang!r}")
+        return {split: self._files(split) for split in SPLITS}
+
+    @property
+    def name(self) -> str:
+        if self._digest is None:
+            digest = hashlib.sha1(json.dumps([self.format, self.src_lang, self.tgt_lang]).encode())
+            for split, files in self._validate_options().items():
+                for path in files:
+                    digest.update(f"{split}:{path.name}:".encode())
+                    digest.update(hashlib.sha1(path.read_bytes()).digest())
+            self._digest = digest.hexdigest()[:12]
+        return f"files-{self.format}-{self.src_lang}-{self.tgt_lang}-{self._digest}"
+
+    def load(self, cache_dir: str | Path) -> DatasetDict:
+        self._digest = None  # files may have changed since the name was last computed
+        path = Path(cache_dir) / self.name / "dataset"
+
+        def build() -> None:
+            files = self._validate_options()
+            parse = {"tsv": self._parse_tsv, "jsonl": self._parse_jsonl, "text": self._parse_text}[self.format]
+            dataset = DatasetDict({split: Dataset.from_dict(dict(zip(("src", "tgt"), parse(files[split]))))
+                                   for split in SPLITS})
+            path.parent.mkdir(parents=True, exist_ok=True)
+            save_atomically(dataset, path)
+
+        return cached(path, lambda: load_from_disk(str(path)), build, "dataset")
+
+    def _parse_tsv(self, files: list[Path]) -> tuple[list[str], list[str]]:
+        (path,) = files
+        src, tgt = [], []
+        for number, line in enumerate(read_lines(path), start=1):
+            if not line.strip():
+                _require_text(path, number, line, "line")
+            fields = line.split("\t")
+            if len(fields) != 2:
+                raise InputError(f"{path}:{number}: expected 2 tab-separated columns (source<TAB>target), "
+                                 f"found {len(fields)}")
+            src.append(_require_text(path, number, fields[0], "source field"))
+            tgt.append(_require_text(path, number, fields[1], "target field"))
+        return src, tgt
+
+    def _parse_jsonl(self, files: list[Path]) -> tuple[list[str], list[str]]:
+        (path,) = files
+        src, tgt = [], []
+        for number, line in enumerate(read_lines(path), start=1):
+            if not line.strip():
+                _require_text(path, number, line, "line")
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise InputError(f"{path}:{number}: invalid JSON ({error.msg} at column {error.colno})") from None
+            pair = row.get("translation") if isinstance(row, dict) else None
+            if not isinstance(pair, dict):
+                raise InputError(f"{path}:{number}: expected an object {{\"translation\": {{\"{self.src_lang}\": ..., "
+                                 f"\"{self.tgt_lang}\": ...}}}}")
+            for lang, out in ((self.src_lang, src), (self.tgt_lang, tgt)):
+                text = pair.get(lang)
+                if not isinstance(text, str):
+                    found = ", ".join(map(str, pair)) or "none"
+                    raise InputError(f"{path}:{number}: translation.{lang} is "
+                                     f"{'missing' if text is None else 'not a string'} (languages: {found})")
+                out.append(_require_text(path, number, text, f"translation.{lang}"))
+        return src, tgt
+
+    def _parse_text(self, files: list[Path]) -> tuple[list[str], list[str]]:
+        src_path, tgt_path = files
+        src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)
+        if len(src_lines) != len(tgt_lines):
+            raise InputError(f"{src_path} has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)} "
+                             f"(first unpaired line: {min(len(src_lines), len(tgt_lines)) + 1}); aligned files need "
+                             "one sentence per line, line by line")
+        src = [_require_text(src_path, n, line, "line", aligned=True) for n, line in enumerate(src_lines, start=1)]
+        tgt = [_require_text(tgt_path, n, line, "line", aligned=True) for n, line in enumerate(tgt_lines, start=1)]
+        return src, tgt

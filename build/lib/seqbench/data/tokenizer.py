@@ -1,0 +1,86 @@
+"""Subword BPE with Hugging Face `tokenizers`, trained on the training split and cached next to the data.
+
+Metaspace pre-tokenisation (SentencePiece-style "▁" word markers) makes detokenisation an exact inverse for text
+with single spaces, so BLEU is computed on the same kind of string as the reference.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+from seqbench.common.io import atomic_path
+from seqbench.common.tokens import SPECIAL_TOKENS, UNK
+from seqbench.data.cache import cached
+
+
+def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> Tokenizer:
+    tok = Tokenizer(models.BPE(unk_token=UNK))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS,
+                                  show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer)
+    return tok
+
+
+class TokenizerPair:
+    """Source and target tokenizers; the same object twice when the vocabulary is shared."""
+
+    def __init__(self, src: Tokenizer, tgt: Tokenizer):
+        self.src, self.tgt = src, tgt
+        self.shared = src is tgt
+
+    @classmethod
+    def load_or_train(cls, directory: Path, train_src: list[str], train_tgt: list[str], vocab_size: int,
+                      shared: bool) -> TokenizerPair:
+        directory = Path(directory) / f"bpe-{'shared' if shared else 'separate'}-{vocab_size}"
+        texts = [train_src + train_tgt] if shared else [train_src, train_tgt]
+        toks = []
+        for path, side in zip(cls._files(directory, shared), texts):
+
+            def build(path=path, side=side) -> None:
+                directory.mkdir(parents=True, exist_ok=True)
+                with atomic_path(path) as tmp:  # a killed run never leaves a half-written tokenizer behind
+                    train_bpe(side, vocab_size).save(str(tmp))
+
+            toks.append(cached(path, lambda path=path: Tokenizer.from_file(str(path)), build, "tokenizer"))
+        return cls(toks[0], toks[-1])
+
+    @staticmethod
+    def _files(directory: Path, shared: bool) -> list[Path]:
+        return [directory / "shared.json"] if shared else [directory / "src.json", directory / "tgt.json"]
+
+    def save(self, directory: str | Path) -> None:
+        """The tokenizer JSON files (shared.json, or src.json and tgt.json): all `load` needs, offline."""
+        from seqbench.common.io import atomic_write_text
+
+        for tok, path in zip([self.src, self.tgt], self._files(Path(directory), self.shared)):
+            atomic_write_text(path, tok.to_str())
+
+    @classmethod
+    def load(cls, directory: str | Path) -> TokenizerPair:
+        directory = Path(directory)
+        shared = (directory / "shared.json").is_file()
+        toks = [Tokenizer.from_file(str(p)) for p in cls._files(directory, shared)]
+        return cls(toks[0], toks[-1])
+
+    @property
+    def src_vocab_size(self) -> int:
+        return self.src.get_vocab_size()
+
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self.tgt.get_vocab_size()
+
+    def encode_src(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self.src.encode_batch(texts)]
+
+    def encode_tgt(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self.tgt.encode_batch(texts)]
+
+    def decode_tgt(self, ids: list[list[int]]) -> list[str]:
+        """Token ids (without bos/eos/pad) back to detokenised text."""
+        return self.tgt.decode_batch(ids, skip_special_tokens=True)

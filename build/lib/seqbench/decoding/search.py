@@ -1,0 +1,167 @@
+"""Greedy and batched beam search over the `Seq2Seq` incremental-decoding contract: one implementation for all models.
+
+Every sentence of the batch is decoded at once (B x beam rows); a sentence stops at <eos> or at its own length limit
+max_len_a * source_length + max_len_b (capped at max_len). <eos> is masked out before min_len tokens, so
+min_len = max_len = N makes every hypothesis exactly N tokens long (how decoding speed is benchmarked: every system
+does the same work, whatever its model would have stopped at). Models are only asked for logits: attention weights
+are never requested here, so attention stays on fused kernels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from seqbench.common.tokens import BOS_ID, EOS_ID
+from seqbench.models.interface import Seq2Seq
+
+
+@dataclass
+class DecodingConfig:
+    beam_size: int = 1  # 1 = greedy
+    length_penalty: float = 1.0  # alpha of the length normalisation below; 0 = no normalisation
+    length_normalization: str = "gnmt"  # gnmt: score / ((5 + |y|) / 6) ** alpha (Wu et al. 2016, Marian, OpenNMT);
+                                        # fairseq: score / |y| ** alpha (fairseq's --lenpen)
+    max_len_a: float = 1.5  # hypotheses are at most a * source_length + b tokens (eos excluded)
+    max_len_b: int = 10
+    stop_early: bool = True  # beam: a sentence is done when beam_size hypotheses have finished (fairseq's default);
+                             # False: only once no live hypothesis can still beat them after length normalisation
+    min_len: int = 0  # <eos> is not allowed before this many tokens; wins over the length limits when larger
+    max_len: int | None = None  # absolute cap on the hypothesis length (eos excluded), as fairseq's --max-len
+
+
+def length_limits(src_mask: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
+    """Per-sentence maximum hypothesis length [B] (eos excluded): a * S + b, capped at max_len, at least min_len."""
+    limits = (src_mask.sum(1).float() * cfg.max_len_a + cfg.max_len_b).long()
+    if cfg.max_len is not None:
+        limits = limits.clamp(max=cfg.max_len)
+    return limits.clamp(min=cfg.min_len)
+
+
+def forbid_eos_before_min_len(logits: torch.Tensor, step: int, cfg: DecodingConfig) -> torch.Tensor:
+    return logits.index_fill(-1, torch.tensor([EOS_ID], device=logits.device), float("-inf")) \
+        if step < cfg.min_len else logits
+
+
+def strip_at_eos(tokens: torch.Tensor) -> list[list[int]]:
+    """Rows of token ids -> lists cut at the first <eos>."""
+    out = []
+    for row in tokens.tolist():
+        out.append(row[:row.index(EOS_ID)] if EOS_ID in row else row)
+    return out
+
+
+@torch.no_grad()
+def greedy_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: DecodingConfig) -> list[list[int]]:
+    encoder_out = model.encode(src, src_mask)
+    state = model.init_state(encoder_out)
+    limits = length_limits(src_mask, cfg)
+    batch = src.size(0)
+    tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
+    output = []
+    for step in range(int(limits.max()) + 1):
+        logits, state, _ = model.decode_step(tokens, encoder_out, state)
+        tokens = forbid_eos_before_min_len(logits, step, cfg).argmax(-1)
+        tokens = torch.where(finished | (step >= limits), torch.full_like(tokens, EOS_ID), tokens)
+        output.append(tokens)
+        finished |= tokens == EOS_ID
+        if finished.all():
+            break
+    return strip_at_eos(torch.stack(output, 1))
+
+
+NORMALIZATIONS = ("gnmt", "fairseq")
+
+
+def length_penalty(lengths: torch.Tensor | int, alpha: float, kind: str = "gnmt") -> torch.Tensor:
+    """The divisor of a finished hypothesis's log-probability: GNMT's ((5 + |y|) / 6) ** alpha, or fairseq's
+    |y| ** alpha; |y| counts the <eos>, as in fairseq."""
+    lengths = torch.as_tensor(lengths, dtype=torch.float)
+    if kind == "fairseq":
+        return lengths ** alpha
+    if kind == "gnmt":
+        return ((5.0 + lengths) / 6.0) ** alpha
+    raise ValueError(f"length_normalization={kind!r}: one of {', '.join(NORMALIZATIONS)}")
+
+
+@torch.no_grad()
+def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: DecodingConfig) -> list[list[int]]:
+    """Batched beam search with fairseq's bookkeeping, one implementation for every model; the length normalisation
+    is GNMT's or fairseq's (`cfg.length_normalization`).
+
+    Every step scores the k live hypotheses of each sentence over the vocabulary and keeps the best 2k candidates.
+    A candidate ending in <eos> among the best k is finished: it leaves the beam for its sentence's finished list
+    with its length-normalised score (score / length_penalty); the best k candidates that do not end in <eos> are
+    the next live hypotheses, so finished ones never occupy a beam slot. A sentence is done when k hypotheses have
+    finished (`cfg.stop_early`), or, with stop_early=False, once no live hypothesis can still beat the k-th finished
+    one after normalisation (its score can only fall; its normaliser can at most reach the length limit's). At its
+    length limit a sentence may only emit <eos>, so every sentence finishes. The answer is the best finished
+    hypothesis by normalised score. With beam_size=1 this is exactly greedy search.
+    """
+    k, batch, device = cfg.beam_size, src.size(0), src.device
+    encoder_out = model.expand_encoder_out(model.encode(src, src_mask), k)
+    state = model.init_state(encoder_out)
+    limits = length_limits(src_mask, cfg)  # [B] tokens before <eos>
+    steps = int(limits.max()) + 1
+    # The most a live hypothesis's normalised score can still become: its log-probability only falls, and with
+    # alpha >= 0 the penalty grows with length, so dividing by the longest allowed length's penalty bounds it.
+    best_penalty = length_penalty(limits + 1, cfg.length_penalty, cfg.length_normalization).to(device)[:, None]
+    rows = torch.arange(batch, device=device)[:, None] * k  # [B,1]: first row of each sentence in the B*k layout
+
+    scores = torch.full((batch, k), float("-inf"), device=device)
+    scores[:, 0] = 0.0  # all beams start identical: one alive, so the first step does not pick duplicates
+    tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)
+    history = torch.empty(batch, k, 0, dtype=torch.long, device=device)
+    finished_scores = torch.full((batch, k), float("-inf"), device=device)  # normalised, best first
+    finished_tokens = torch.full((batch, k, steps), EOS_ID, dtype=torch.long, device=device)
+    finished_count = torch.zeros(batch, dtype=torch.long, device=device)
+    done = torch.zeros(batch, dtype=torch.bool, device=device)
+    for step in range(steps):
+        logits, state, _ = model.decode_step(tokens, encoder_out, state)
+        log_probs = forbid_eos_before_min_len(logits.float().log_softmax(-1), step, cfg).view(batch, k, -1)
+        vocab = log_probs.size(-1)
+        at_limit = (step >= limits)[:, None, None]  # only <eos> may follow
+        log_probs = log_probs.masked_fill(at_limit & (torch.arange(vocab, device=device) != EOS_ID), float("-inf"))
+        candidates = (scores[:, :, None] + log_probs).view(batch, k * vocab)
+        top_scores, top = candidates.topk(min(2 * k, k * vocab), dim=1)  # [B,2k], best first
+        top_beam, top_token = top // vocab, top % vocab
+        ends = top_token == EOS_ID
+        prefixes = history.gather(1, top_beam[:, :, None].expand(-1, -1, step))  # [B,2k,step]
+
+        # Finish: <eos> candidates among the best k, of sentences not done yet.
+        finishing = ends & (torch.arange(top.size(1), device=device) < k) & ~done[:, None] & top_scores.isfinite()
+        normalised = torch.where(finishing, top_scores / length_penalty(step + 1, cfg.length_penalty,
+                                                                        cfg.length_normalization),
+                                 torch.full_like(top_scores, float("-inf")))
+        padded = torch.nn.functional.pad(prefixes, (0, steps - step), value=EOS_ID)  # [B,2k,steps]
+        pool_scores = torch.cat([finished_scores, normalised], dim=1)
+        finished_scores, keep = pool_scores.topk(k, dim=1)
+        finished_tokens = torch.cat([finished_tokens, padded], dim=1).gather(
+            1, keep[:, :, None].expand(-1, -1, steps))
+        finished_count += finishing.sum(1)
+
+        # Continue: the best k candidates that do not end in <eos>.
+        live_scores, live = top_scores.masked_fill(ends, float("-inf")).topk(k, dim=1)  # [B,k]
+        beam, tokens = top_beam.gather(1, live), top_token.gather(1, live)
+        history = torch.cat([prefixes.gather(1, live[:, :, None].expand(-1, -1, step)), tokens[:, :, None]], dim=2)
+        scores, tokens = live_scores, tokens.view(-1)
+
+        full = finished_count >= k
+        if cfg.stop_early:
+            done |= full
+        else:
+            can_still_win = (scores / best_penalty).max(1).values > finished_scores[:, -1]
+            done |= full & ~can_still_win
+        if done.all():
+            break
+        state = model.reorder_state(state, (rows + beam).view(-1))
+
+    best = finished_scores.argmax(1)  # every sentence has finished at least once: <eos> is forced at its limit
+    return strip_at_eos(finished_tokens[torch.arange(batch, device=device), best])
+
+
+def generate(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: DecodingConfig) -> list[list[int]]:
+    if cfg.beam_size == 1:
+        return greedy_search(model, src, src_mask, cfg)
+    return beam_search(model, src, src_mask, cfg)

@@ -1,0 +1,1 @@
+"""Experiment loggers beyond Lightning's own: Weights & Biases (wandb_logger)."""

@@ -1,0 +1,58 @@
+"""Clocks and decoding speed: `clock` reads the time after the device has finished its queued work (the one clock of
+the run's throughput, the decode timings and the bench); `decode_speed` gives sentences/s and target tokens/s of
+greedy or beam search over fixed batches, warm-up batches decoded first and not timed."""
+from __future__ import annotations
+
+import time
+from contextlib import AbstractContextManager, nullcontext
+from typing import Callable
+
+import torch
+
+from seqbench.common.subset import fixed_subset
+from seqbench.decoding.search import DecodingConfig, generate
+from seqbench.models.interface import Seq2Seq
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def clock(device: torch.device) -> float:
+    """time.perf_counter() after the device has finished its queued work."""
+    synchronize(device)
+    return time.perf_counter()
+
+
+@torch.no_grad()
+def decode_speed(model: Seq2Seq, batches: list[dict], decoding: DecodingConfig, device: torch.device,
+                 warmup_batches: int = 1,
+                 context: Callable[[], AbstractContextManager] = nullcontext,
+                 search: Callable[..., list[list[int]]] = generate) -> dict:
+    """Decodes every batch once, timed, after decoding the first `warmup_batches` once untimed.
+
+    `context` wraps the decoding (the trainer's autocast), so the speed is that of the precision used for testing.
+    `search(model, src, src_mask, decoding)` is the search timed (greedy or beam search by default).
+    Target tokens are the hypotheses' tokens, <eos> excluded.
+    """
+    model.eval()
+    batches = [{k: batch[k].to(device) for k in ("src", "src_mask")} for batch in batches]
+    with context():
+        for batch in batches[:warmup_batches]:
+            search(model, batch["src"], batch["src_mask"], decoding)
+        sentences = tokens = 0
+        start = clock(device)
+        for batch in batches:
+            hypotheses = search(model, batch["src"], batch["src_mask"], decoding)
+            sentences += len(hypotheses)
+            tokens += sum(len(h) for h in hypotheses)
+        seconds = clock(device) - start
+    return {"beam_size": decoding.beam_size, "sentences": sentences, "target_tokens": tokens, "seconds": seconds,
+            "sentences_per_s": sentences / seconds, "target_tokens_per_s": tokens / seconds}
+
+
+def test_batches(split, n_sentences: int | None) -> list[dict]:
+    """The decode benchmark's input: a fixed subset of an evaluation split (seqbench.data.eval_split.EvalSplit),
+    batched exactly like the test pass."""
+    return split.batches(fixed_subset(len(split), n_sentences))

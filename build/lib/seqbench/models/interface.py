@@ -1,0 +1,189 @@
+"""The one contract every architecture implements, so one training module and one beam search serve them all.
+
+Shapes: B batch, S source length, T target length, V target vocabulary, L layers, H heads.
+Masks are boolean and True on real (non-pad) tokens.
+
+    encode(src [B,S], src_mask [B,S]) -> encoder_out: dict of batch-first tensors; always has "mask" [B,S]
+    decode(tgt_in [B,T], encoder_out, return_attention=False)
+        -> logits [B,T,V]                        (teacher forcing, causal: logits[:, t] sees tgt_in[:, :t+1] only)
+        -> (logits, attention [B,L,H,T,S])       when return_attention
+    init_state(encoder_out) -> state              incremental-decoding state before the first step
+    decode_step(tokens [B], encoder_out, state, need_attention=False)
+        -> (logits [B,V], state, attention [B,L,H,S] or None)
+                                                  feeding tgt_in[:, t] at step t gives decode(...)[:, t]; attention
+                                                  only when asked (None otherwise), so search stays on fused kernels
+    reorder_state(state, indices [B']) -> state   beam search: row i of the new state is row indices[i] of the old
+    expand_encoder_out(encoder_out, beam) -> encoder_out with every row repeated `beam` times (row-major)
+
+`indices` given to `reorder_state` never move a hypothesis to a different source sentence, so anything a model
+derives from `encoder_out` alone (e.g. cross-attention keys) may be kept out of the reordering.
+
+Attention rows are probability distributions over source positions: non-negative, zero on padding, summing to 1
+(architectures without attention return None).
+
+Besides the tensors, each family answers what the harness needs to know about it (fairseq keeps such knowledge
+beside each architecture), so a new family is one model file plus one YAML:
+
+    validate_config(cfg)        one-line ConfigError for bad values, before any data or model is built
+    width(cfg) -> (width, step) the one integer knob that param-budget sizing scales, and its grid
+    with_width(cfg, width)      a copy of cfg with its widths scaled to that knob
+    run_label(preset, cfg)      the run's name in reports (e.g. "rnn-luong_dot")
+    flops_per_token(...)        analytic forward FLOPs per target token, for MFU (on the instance)
+
+The harness finds the family from the model config's `_target_` (`family_of`).
+"""
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any, Mapping
+
+import torch
+from torch import nn
+
+from seqbench.common.errors import ConfigError, probability
+
+
+def index_batch(tree: Any, indices: torch.Tensor) -> Any:
+    """index_select(0, indices) on every tensor in a nest of dicts/lists/tuples; other leaves are kept as they are."""
+    if isinstance(tree, torch.Tensor):
+        return tree.index_select(0, indices)
+    if isinstance(tree, dict):
+        return {k: index_batch(v, indices) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(index_batch(v, indices) for v in tree)
+    return tree
+
+
+class Seq2Seq(nn.Module):
+    """Base class: subclasses implement encode/decode/init_state/decode_step; reordering is generic by default."""
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def decode(self, tgt_in: torch.Tensor, encoder_out: dict, return_attention: bool = False):
+        raise NotImplementedError
+
+    def init_state(self, encoder_out: dict) -> dict:
+        raise NotImplementedError
+
+    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict, need_attention: bool = False):
+        raise NotImplementedError
+
+    def reorder_state(self, state: dict, indices: torch.Tensor) -> dict:
+        return index_batch(state, indices)
+
+    def expand_encoder_out(self, encoder_out: dict, beam: int) -> dict:
+        batch = encoder_out["mask"].size(0)
+        indices = torch.arange(batch, device=encoder_out["mask"].device).repeat_interleave(beam)
+        return index_batch(encoder_out, indices)
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        return self.decode(tgt_in, self.encode(src, src_mask))
+
+    def flops_per_token(self, src_len: int, tgt_len: int) -> float:
+        """Forward FLOPs per target token (matrix products only), for the MFU estimate. Subclasses refine it."""
+        return 2.0 * sum(p.numel() for p in self.parameters() if p.dim() > 1)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    # --- the family's knowledge, asked by config_check, sizing and the reports ----------------------------------
+
+    @classmethod
+    def config_value(cls, cfg: Mapping, key: str) -> Any:
+        """cfg[key], or the constructor's default when the config leaves the key out."""
+        if key in cfg:
+            return cfg[key]
+        return inspect.signature(cls.__init__).parameters[key].default
+
+    @classmethod
+    def validate_config(cls, cfg: Mapping) -> None:
+        """Checks shared by every family; subclasses add theirs (and call this)."""
+        for key in ("dropout", "attention_dropout"):
+            if key in cfg:
+                probability(cfg[key], f"model.{key}")
+
+    # Param-budget sizing scales one config key (the width knob); these keys keep their ratio to it. A family with a
+    # different rule overrides `width`/`with_width`; one without a knob cannot be sized (compare.param_budget).
+    width_key: str | None = None
+    scaled_with_width: tuple[str, ...] = ()
+
+    @classmethod
+    def width(cls, cfg: Mapping) -> tuple[int, int]:
+        """(the current value of the family's width knob, the step its values must be multiples of)."""
+        if cls.width_key is None:
+            raise ConfigError(f"model._target_={cfg.get('_target_')}: this family has no parameter-budget sizing "
+                              "(compare.param_budget); set compare.param_budget=null")
+        return cls.config_value(cfg, cls.width_key), 1
+
+    @classmethod
+    def with_width(cls, cfg: Mapping, width: int) -> dict:
+        """A copy of cfg with the knob at `width` and the `scaled_with_width` keys scaled by the same factor."""
+        current, _ = cls.width(cfg)
+        out = copy_config(cfg)
+        out[cls.width_key] = width
+        for key in cls.scaled_with_width:
+            out[key] = scaled(cls.config_value(cfg, key), width / current)
+        return out
+
+    @classmethod
+    def position_limit(cls, cfg: Mapping) -> int | None:
+        """The most tokens a sentence may have on either side (a position table's rows), None when any length
+        goes; checked against the data before training (seqbench.config.environment)."""
+        return cfg.get("max_positions")
+
+    @classmethod
+    def run_label(cls, preset: str, cfg: Mapping) -> str:
+        return preset
+
+    @classmethod
+    def shape_tags(cls, cfg: Mapping) -> list[str]:
+        """Short tags of the shape settings a sweep varies, for run names (e.g. ["h4", "L3", "ff512"])."""
+        return []
+
+
+def depth_tag(encoder_layers: int, decoder_layers: int) -> str:
+    """"L3" when both stacks are 3 deep, else "enc3-dec1"."""
+    return f"L{encoder_layers}" if encoder_layers == decoder_layers else f"enc{encoder_layers}-dec{decoder_layers}"
+
+
+def scaled(value: int, factor: float, multiple: int = 1) -> int:
+    """value * factor rounded to a positive multiple of `multiple`: widths that keep their ratio to the knob."""
+    return max(multiple, multiple * round(value * factor / multiple))
+
+
+def copy_config(cfg: Mapping) -> dict:
+    from omegaconf import DictConfig, OmegaConf
+
+    return OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else copy.deepcopy(dict(cfg))
+
+
+def build_model(model_cfg: Mapping, src_vocab_size: int, tgt_vocab_size: int) -> Seq2Seq:
+    """The model a (resolved) model config describes, for these vocabulary sizes (its `name` key is a label, not an
+    argument)."""
+    from hydra.utils import instantiate
+
+    kwargs = {k: v for k, v in copy_config(model_cfg).items() if k != "name"}
+    return instantiate(kwargs, src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size)
+
+
+def family_of(cfg: Mapping) -> type[Seq2Seq]:
+    """The model class a model config's `_target_` names; one line when it is missing or not a `Seq2Seq`."""
+    from hydra.utils import get_class
+
+    target = cfg.get("_target_") if cfg is not None else None
+    if not target:
+        raise ConfigError("model._target_ is not set: a model config names its class, e.g. "
+                          "seqbench.models.transformer.Transformer")
+    try:
+        cls = get_class(str(target))
+    except Exception as error:  # noqa: BLE001 - ImportError, AttributeError, Hydra's wrapping of both
+        raise ConfigError(f"model._target_={target}: cannot import it ({' '.join(str(error).split())[:200]})") \
+            from None
+    if not (isinstance(cls, type) and issubclass(cls, Seq2Seq)):
+        raise ConfigError(f"model._target_={target}: not a seqbench.models.interface.Seq2Seq subclass")
+    return cls

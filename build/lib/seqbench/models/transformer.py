@@ -1,0 +1,313 @@
+"""The Transformer of "Attention Is All You Need" (Vaswani et al. 2017), written from scratch.
+
+Attention goes through F.scaled_dot_product_attention (fused kernels on GPU); explicit softmax weights are computed
+only when a caller asks for them (visualisation). Incremental decoding caches each layer's self-attention keys and
+values, and the cross-attention keys/values are computed once per sentence.
+
+Positions (`positions`): "sinusoidal" (the paper's fixed table, added to the embeddings), "learned" (a trained
+table, as in ConvS2S and BERT; rows past the longest training sentence stay at their random initialisation), or
+"rope" (rotary position embeddings, Su et al. 2021: queries and keys of every self-attention are rotated by their
+position, so attention scores depend on relative offsets and no table bounds the length; cross-attention compares
+target with source positions, which share no axis, and stays position-free as in relative-position encoder-decoders).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqbench.common.errors import positive_int, require
+from seqbench.common.tokens import PAD_ID
+from seqbench.models.interface import Seq2Seq, depth_tag
+
+
+def sinusoidal_table(max_positions: int, d_model: int) -> torch.Tensor:
+    position = torch.arange(max_positions, dtype=torch.float32)[:, None]
+    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_positions, d_model)
+    table[:, 0::2] = torch.sin(position * inv_freq)
+    table[:, 1::2] = torch.cos(position * inv_freq)
+    return table  # [P, D]
+
+
+POSITIONS = ("sinusoidal", "learned", "rope")
+
+
+class Embedding(nn.Module):
+    """Token embedding scaled by sqrt(d_model), plus sinusoidal or learned positions (none for rope), then dropout."""
+
+    def __init__(self, vocab_size: int, d_model: int, max_positions: int, positions: str, dropout: float):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab_size, d_model, padding_idx=PAD_ID)
+        nn.init.normal_(self.tokens.weight, std=d_model ** -0.5)
+        with torch.no_grad():
+            self.tokens.weight[PAD_ID].zero_()
+        self.scale = math.sqrt(d_model)
+        if positions == "learned":
+            self.positions = nn.Parameter(torch.randn(max_positions, d_model) * d_model ** -0.5)
+        elif positions == "sinusoidal":
+            self.register_buffer("positions", sinusoidal_table(max_positions, d_model), persistent=False)
+        else:
+            self.positions = None  # rope: positions enter the self-attention (Rotary)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        # tokens [B,T] -> [B,T,D]
+        x = self.tokens(tokens) * self.scale
+        if self.positions is not None:
+            if offset + tokens.size(1) > self.positions.size(0):
+                raise ValueError(f"sequence of {offset + tokens.size(1)} tokens exceeds model.max_positions="
+                                 f"{self.positions.size(0)}")
+            x = x + self.positions[offset:offset + tokens.size(1)]
+        return self.dropout(x)
+
+
+class Rotary(nn.Module):
+    """Rotary position embedding of one head's vectors: each pair of dimensions (i, i + Dh/2) is rotated by the
+    angle position * 10000^(-2i/Dh), so q.k depends on the two positions only through their difference."""
+
+    def __init__(self, d_head: int, base: float = 10000.0):
+        super().__init__()
+        self.register_buffer("inv_freq", base ** (-torch.arange(0, d_head, 2, dtype=torch.float32) / d_head),
+                             persistent=False)  # [Dh/2]
+        self._table: tuple[torch.Tensor, torch.Tensor] | None = None  # cos, sin [P,Dh/2] for positions 0..P-1
+
+    def _cos_sin(self, end: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # Every layer's queries and keys, and every decoding step, read the same angles: computed once, grown
+        # (doubled) when a longer sentence comes.
+        if self._table is None or self._table[0].size(0) < end or self._table[0].device != like.device \
+                or self._table[0].dtype != like.dtype:
+            size = max(end, 2 * self._table[0].size(0) if self._table is not None else 256)
+            with torch.inference_mode(False):  # grown while decoding, the table must still serve training after
+                angle = torch.outer(torch.arange(size, device=like.device, dtype=torch.float32), self.inv_freq)
+                self._table = angle.cos().to(like.dtype), angle.sin().to(like.dtype)
+        return self._table
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        # x [B,H,T,Dh] at positions offset .. offset+T-1
+        cos, sin = (t[offset:offset + x.size(2)] for t in self._cos_sin(offset + x.size(2), x))  # [T,Dh/2]
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, dropout: float, rotary: Rotary | None = None):
+        super().__init__()
+        self.n_heads, self.d_head, self.dropout = n_heads, d_model // n_heads, dropout
+        self.query = nn.Linear(d_model, d_model)
+        self.key_value = nn.Linear(d_model, 2 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.rotary = rotary  # self-attention with rope only
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:  # [B,T,D] -> [B,H,T,Dh]
+        return x.view(x.size(0), x.size(1), self.n_heads, self.d_head).transpose(1, 2)
+
+    def keys_values(self, x: torch.Tensor, offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        # [B,S,D] at positions offset.. -> 2 x [B,H,S,Dh]; rotary keys are cached already rotated
+        k, v = self.key_value(x).chunk(2, dim=-1)
+        k = self._split(k)
+        return (self.rotary(k, offset) if self.rotary is not None else k), self._split(v)
+
+    def forward(self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
+                causal: bool = False, need_weights: bool = False, offset: int = 0):
+        """x [B,T,D] (at positions offset..) attends over k, v [B,H,S,Dh]; mask [B,1,1,S] or [B,1,T,S] is True where
+        attending is allowed."""
+        q = self._split(self.query(x))
+        if self.rotary is not None:
+            q = self.rotary(q, offset)
+        weights = None
+        dropout = self.dropout if self.training else 0.0
+        if need_weights:
+            scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)  # [B,H,T,S]
+            if causal:
+                t, s = scores.shape[-2:]
+                mask = torch.ones(t, s, dtype=torch.bool, device=x.device).tril(s - t)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = scores.softmax(-1)
+            y = F.dropout(weights, dropout, self.training) @ v
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal)
+        y = y.transpose(1, 2).reshape(x.size(0), x.size(1), -1)  # [B,T,D]
+        return self.out(y), weights
+
+
+class FeedForward(nn.Sequential):
+    def __init__(self, d_model: int, d_ff: int, dropout: float):
+        super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+
+
+class Sublayer(nn.Module):
+    """Residual + LayerNorm around one sublayer: post-LN (paper) norms after the residual, pre-LN before it."""
+
+    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+        super().__init__()
+        self.norm, self.dropout, self.norm_first = nn.LayerNorm(d_model), nn.Dropout(dropout), norm_first
+
+    def forward(self, x: torch.Tensor, fn) -> torch.Tensor:
+        if self.norm_first:
+            return x + self.dropout(fn(self.norm(x)))
+        return self.norm(x + self.dropout(fn(x)))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout, attention_dropout, norm_first, rotary=None):
+        super().__init__()
+        self.attn = MultiHeadAttention(d_model, n_heads, attention_dropout, rotary)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.sub_attn, self.sub_ff = Sublayer(d_model, dropout, norm_first), Sublayer(d_model, dropout, norm_first)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.sub_attn(x, lambda h: self.attn(h, *self.attn.keys_values(h), mask=mask)[0])
+        return self.sub_ff(x, self.ff)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout, attention_dropout, norm_first, rotary=None):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout, rotary)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
+        self.ff = FeedForward(d_model, d_ff, dropout)
+        self.sub_self, self.sub_cross, self.sub_ff = (Sublayer(d_model, dropout, norm_first) for _ in range(3))
+
+    def forward(self, x, cross_kv, src_mask, self_kv=None, need_weights=False):
+        """x [B,T,D]. With self_kv (incremental decoding) x is the newest position and self_kv the cached prefix."""
+        def self_attention(h):
+            offset = 0 if self_kv is None else self_kv[0].size(2)  # positions already cached
+            k, v = self.self_attn.keys_values(h, offset)
+            if self_kv is not None:
+                k, v = torch.cat([self_kv[0], k], dim=2), torch.cat([self_kv[1], v], dim=2)
+            new_kv.append((k, v))
+            # A new single position may see the whole cache; a full sequence needs the causal mask.
+            return self.self_attn(h, k, v, causal=self_kv is None and h.size(1) > 1, offset=offset)[0]
+
+        def cross_attention(h):
+            y, w = self.cross_attn(h, *cross_kv, mask=src_mask, need_weights=need_weights)
+            weights.append(w)
+            return y
+
+        new_kv, weights = [], []
+        x = self.sub_self(x, self_attention)
+        x = self.sub_cross(x, cross_attention)
+        return self.sub_ff(x, self.ff), new_kv[0], weights[0]
+
+
+class Transformer(Seq2Seq):
+    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, d_model: int = 256, n_heads: int = 4,
+                 encoder_layers: int = 3, decoder_layers: int = 3, d_ff: int = 1024, dropout: float = 0.1,
+                 attention_dropout: float = 0.0, norm_first: bool = False, positions: str = "sinusoidal",
+                 max_positions: int = 1024, tie_output_embeddings: bool = True, share_all_embeddings: bool = False):
+        super().__init__()
+        if positions not in POSITIONS:
+            raise ValueError(f"model.positions={positions!r}: must be one of {', '.join(POSITIONS)}")
+        self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
+        self.d_model, self.n_heads, self.d_ff = d_model, n_heads, d_ff
+        self.src_embed = Embedding(src_vocab_size, d_model, max_positions, positions, dropout)
+        self.tgt_embed = Embedding(tgt_vocab_size, d_model, max_positions, positions, dropout)
+        rotary = Rotary(d_model // n_heads) if positions == "rope" else None  # shared: it holds no weights
+        if share_all_embeddings:
+            if src_vocab_size != tgt_vocab_size:
+                raise ValueError("model.share_all_embeddings needs a shared vocabulary (data.shared_vocab=true)")
+            self.tgt_embed.tokens = self.src_embed.tokens
+        layer_args = (d_model, n_heads, d_ff, dropout, attention_dropout, norm_first, rotary)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(*layer_args) for _ in range(encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(*layer_args) for _ in range(decoder_layers))
+        # Pre-LN leaves the residual stream un-normalised, so both stacks end with a LayerNorm.
+        self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.output = nn.Linear(d_model, tgt_vocab_size, bias=False)
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and "embed" not in name:
+                nn.init.xavier_uniform_(p)
+            elif name.endswith(".bias") and "norm" not in name:
+                nn.init.zeros_(p)
+        if tie_output_embeddings:
+            self.output.weight = self.tgt_embed.tokens.weight
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict[str, torch.Tensor]:
+        attn_mask = src_mask[:, None, None, :]  # [B,1,1,S]
+        x = self.src_embed(src)  # [B,S,D]
+        for layer in self.encoder_layers:
+            x = layer(x, attn_mask)
+        return {"memory": self.encoder_norm(x), "mask": src_mask}
+
+    def _cross_kv(self, encoder_out: dict) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [layer.cross_attn.keys_values(encoder_out["memory"]) for layer in self.decoder_layers]
+
+    def decode(self, tgt_in: torch.Tensor, encoder_out: dict, return_attention: bool = False):
+        src_mask = encoder_out["mask"][:, None, None, :]
+        x = self.tgt_embed(tgt_in)  # [B,T,D]
+        weights = []
+        for layer, cross_kv in zip(self.decoder_layers, self._cross_kv(encoder_out)):
+            x, _, w = layer(x, cross_kv, src_mask, need_weights=return_attention)
+            weights.append(w)
+        logits = self.output(self.decoder_norm(x))  # [B,T,V]
+        return (logits, torch.stack(weights, dim=1)) if return_attention else logits
+
+    def init_state(self, encoder_out: dict) -> dict:
+        return {"step": 0, "self_kv": [None] * len(self.decoder_layers), "cross_kv": self._cross_kv(encoder_out)}
+
+    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict, need_attention: bool = False):
+        src_mask = encoder_out["mask"][:, None, None, :]
+        x = self.tgt_embed(tokens[:, None], offset=state["step"])  # [B,1,D]
+        new_self_kv, weights = [], []
+        for layer, cross_kv, self_kv in zip(self.decoder_layers, state["cross_kv"], state["self_kv"]):
+            # Explicit weights take the unfused path: only when a caller wants to see them.
+            x, kv, w = layer(x, cross_kv, src_mask, self_kv=self_kv or None, need_weights=need_attention)
+            new_self_kv.append(kv)
+            weights.append(w[:, :, 0] if need_attention else None)
+        logits = self.output(self.decoder_norm(x[:, 0]))  # [B,V]
+        state = {"step": state["step"] + 1, "self_kv": new_self_kv, "cross_kv": state["cross_kv"]}
+        return logits, state, torch.stack(weights, dim=1) if need_attention else None  # attention [B,L,H,S]
+
+    def reorder_state(self, state: dict, indices: torch.Tensor) -> dict:
+        # Cross-attention keys/values depend only on the source sentence, which reordering never changes.
+        self_kv = [(k.index_select(0, indices), v.index_select(0, indices)) for k, v in state["self_kv"]]
+        return {"step": state["step"], "self_kv": self_kv, "cross_kv": state["cross_kv"]}
+
+    @classmethod
+    def validate_config(cls, cfg) -> None:
+        super().validate_config(cfg)
+        for key in ("d_model", "n_heads", "encoder_layers", "decoder_layers", "d_ff", "max_positions"):
+            positive_int(cls.config_value(cfg, key), f"model.{key}")
+        d_model, n_heads = cls.config_value(cfg, "d_model"), cls.config_value(cfg, "n_heads")
+        require(d_model % n_heads == 0, f"model.n_heads={n_heads}: must divide model.d_model={d_model}")
+        positions = cls.config_value(cfg, "positions")
+        require(positions in POSITIONS, f"model.positions={positions!r}: must be one of {', '.join(POSITIONS)}")
+        require(d_model % 2 == 0 or positions != "sinusoidal",
+                f"model.d_model={d_model}: sinusoidal positions need an even d_model")
+        require((d_model // n_heads) % 2 == 0 or positions != "rope",
+                f"model.n_heads={n_heads}: rope rotates pairs of dimensions, so d_model / n_heads must be even "
+                f"(d_model={d_model})")
+
+    @classmethod
+    def position_limit(cls, cfg) -> int | None:
+        return None if cls.config_value(cfg, "positions") == "rope" else cls.config_value(cfg, "max_positions")
+
+    width_key, scaled_with_width = "d_model", ("d_ff",)  # param-budget sizing: d_ff keeps its ratio to d_model
+
+    @classmethod
+    def shape_tags(cls, cfg) -> list[str]:
+        value = functools.partial(cls.config_value, cfg)
+        return [f"h{value('n_heads')}", depth_tag(value("encoder_layers"), value("decoder_layers")),
+                f"ff{value('d_ff')}"]
+
+    @classmethod
+    def width(cls, cfg) -> tuple[int, int]:
+        # heads split d_model evenly; sinusoidal tables interleave sin/cos, so d_model must be even; rope rotates
+        # pairs within each head, so every head's width must be even
+        heads, positions = cls.config_value(cfg, "n_heads"), cls.config_value(cfg, "positions")
+        step = {"sinusoidal": math.lcm(heads, 2), "learned": heads, "rope": 2 * heads}[positions]
+        return cls.config_value(cfg, "d_model"), step
+
+    def flops_per_token(self, src_len: int, tgt_len: int) -> float:
+        """Forward matmul FLOPs per target token (nanoGPT-style: 2 per weight, plus attention scores and mixing)."""
+        d, ff = self.d_model, self.d_ff
+        n_enc, n_dec = len(self.encoder_layers), len(self.decoder_layers)
+        enc_per_src_token = n_enc * (2 * (4 * d * d + 2 * d * ff) + 4 * src_len * d)
+        dec = n_dec * (2 * (8 * d * d + 2 * d * ff) + 4 * tgt_len * d / 2 + 4 * src_len * d) \
+            + 2 * d * self.tgt_vocab_size
+        return dec + enc_per_src_token * src_len / max(tgt_len, 1)

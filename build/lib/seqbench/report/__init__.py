@@ -1,0 +1,151 @@
+"""Comparison reports over finished runs: `seqbench report RUN_DIR... [--out DIR]`.
+
+Run directories (or multirun directories: results.json files are found recursively) are grouped by their label
+(`compare.label`; runs sharing one are seeds of one model). The report is a markdown table of means ± 95% confidence
+intervals over seeds with two significance tests (over seeds and sentences; per seed-matched pair of runs), BLEU by
+source length, and PNG plots; notebooks/compare.ipynb shows the same through the same functions. Everything is read from
+the run directories: results.json (learning curves included; runs recorded before it had them fall back to
+csv/metrics.csv), {hypotheses,references,sources}.test.txt and attention.pt. Other toolkits' outputs join as extra rows
+(`--external NAME=HYP_FILE`), scored against the first run's references and sources
+(seqbench.analysis.runs.external_run).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from seqbench.analysis.compute import DEFAULT_TARGETS, compute_to_target, has_compute_curves
+from seqbench.analysis.plots import (
+    attention_figures,
+    plot_bleu_vs_flops,
+    plot_by_bucket,
+    plot_learning_curves,
+    plot_length_distance,
+    plot_throughput,
+)
+from seqbench.analysis.runs import external_run, group_by_label
+from seqbench.analysis.summary import (
+    length_distance_cells,
+    present_breakdowns,
+    seed_significance,
+    significance,
+    summary_rows,
+)
+from seqbench.common.errors import InputError
+from seqbench.report.markdown import (
+    markdown_by_bucket,
+    markdown_compute_to_target,
+    markdown_length_distance,
+    markdown_pairwise,
+    markdown_table,
+)
+from seqbench.rundir.reader import load_runs
+
+
+def write_report(paths: list[str | Path], out: str | Path, split: str = "test", n_samples: int = 1000,
+                 external: dict[str, str | Path] | None = None, targets=DEFAULT_TARGETS) -> Path:
+    """Writes report.md and the PNGs into `out`; returns the path of report.md. `external`: {name: hypothesis file}
+    of other systems, scored against the first run's references and sources of `split`. `targets`: the validation
+    BLEUs of the compute-to-target table (runs that recorded training FLOPs only)."""
+    runs = load_runs(paths)
+    for name, hypotheses in (external or {}).items():
+        if name in {r.label for r in runs}:
+            raise InputError(f"--external {name}: a run already has that label; choose another name")
+        runs.append(external_run(name, hypotheses, runs[0], split, n_samples))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    every_run = load_runs(paths, completed=False)
+    unfinished = [r for r in every_run if r.status != "completed"]
+    groups = group_by_label(runs, split)
+    rows = summary_rows(groups, split)
+    tests = significance(groups, split, n_samples)
+    seed_tests = seed_significance(groups, split, n_samples)
+
+    breakdowns = present_breakdowns(groups, split)
+    figures = {**{b.name: plot_by_bucket(groups, split, b) for b in breakdowns},
+               "learning_curves": plot_learning_curves(groups), "throughput": plot_throughput(groups, split),
+               **({"bleu_vs_flops": plot_bleu_vs_flops(groups, targets)} if has_compute_curves(groups) else {}),
+               **dict(attention_figures(groups))}
+    for name, fig in figures.items():
+        fig.savefig(out / f"{name}.png", dpi=120)
+
+    best = rows[0]["label"]
+    signature = next((r.results[split].get("bleu_signature") for r in runs if split in r.results), "—")
+    lines = [
+        f"# seqbench comparison ({split} set)", "",
+        f"{len(runs)} runs, {len(groups)} models: "
+        + ", ".join(f"{r['label']} ({len(r['seeds'])} seed{'s' * (len(r['seeds']) != 1)})" for r in rows) + ".", "",
+        markdown_table(rows, tests, seed_tests, n_samples), "",
+        f"Values are means ± the 95% confidence interval over seeds (Student's t; one seed: the value alone). BLEU "
+        f"and chrF are sacreBLEU ({signature}). `p vs {best} (seeds)`: a two-sided bootstrap ({n_samples} "
+        "resamples) of the difference in mean BLEU that resamples seeds and test sentences together, so training "
+        f"variance counts (seqbench.analysis.seeds). `p vs {best} (run pairs)`: sacreBLEU's paired bootstrap "
+        "(paired-bs) on each seed-matched pair of runs, the largest p over the pairs: test-set sampling only. "
+        f"`≤ 2/{n_samples + 1}`, `≤ 1/{n_samples + 1}`: the bootstraps' floors, where more resamples would only "
+        "lower p. "
+        "Throughput: training target tokens/s and steps/s in the steady state; decoding sentences/s over a fixed "
+        "test subset, greedy and with the configured beam (k); MFU: achieved training FLOP/s (3x the model's "
+        "analytic forward FLOPs) over the machine's cached matrix-product peak (seqbench.measure.peaks).", "",
+        "## Significance between every two models", "",
+        "Over seeds and sentences (n/a: no common test set or no hypotheses):", "",
+        markdown_pairwise([r["label"] for r in rows], seed_tests, n_samples, per_pair=False), "",
+        "Largest per-sentence paired-bootstrap p-value over seed-matched pairs of runs:", "",
+        markdown_pairwise([r["label"] for r in rows], tests, n_samples), "",
+    ]
+    for b in breakdowns:
+        lines += [f"## {b.title}", "", b.note, "", markdown_by_bucket(groups, split, b), "",
+                  f"![{b.title}]({b.name}.png)", ""]
+    for kind in ("agreement", "reference"):
+        accuracy = length_distance_cells(groups, split, kind, "accuracy")
+        if not accuracy:
+            continue
+        coverage = length_distance_cells(groups, split, kind, "coverage")
+        name = f"length_distance_{kind}"
+        plot_length_distance(accuracy, kind, "accuracy").savefig(out / f"{name}.png", dpi=120)
+        counted = "probe dependencies (one per sentence)" if next(iter(accuracy.values()))["probes"] else \
+            "every dependency"
+        lines += [f"## {kind.capitalize()} by distance within sentence length", "",
+                  f"Cells: marker accuracy when the word is there (coverage in brackets; n: {counted} in the cell), "
+                  "mean ± 95% CI over seeds. Distance varies within each row, so a fall along a row is distance, "
+                  "not length (seqbench.scoring.targeted).", ""]
+        for label in accuracy:
+            lines += [f"**{label}**", "", markdown_length_distance((accuracy[label], coverage[label])), ""]
+        lines += [f"![{kind} by distance within length]({name}.png)", ""]
+    lines += [
+        "## Training", "",
+        "![Validation BLEU during training](learning_curves.png)", "",
+        "![Throughput, MFU and memory](throughput.png)", "",
+    ]
+    if "bleu_vs_flops" in figures:
+        lines += [
+            "## Compute to a target BLEU", "",
+            "Training each model needed before its validation BLEU first reached each target (Vaswani et al. 2017, "
+            "Table 2's comparison: cost to a quality, not quality at a fixed time). FLOPs are analytic (3x the "
+            "model's forward FLOPs per target token at each batch's mean lengths, summed over training), so they do "
+            "not depend on the machine; minutes are training time with validation excluded. The first validation at "
+            "or above the target counts, so the resolution is the validation interval; means are over the seeds "
+            "that reached the target (`seeds ≥`).", "",
+            markdown_compute_to_target(compute_to_target(groups, targets)), "",
+            "![Validation BLEU against training FLOPs](bleu_vs_flops.png)", "",
+        ]
+    attention = [name for name in figures if name.startswith("attention_")]
+    if attention:
+        lines += ["## Attention", ""] + [f"![{name}]({name}.png)" for name in attention] + [""]
+    lines += ["## Runs", "", "| model | seed | test BLEU | directory |", "|---|---|---|---|"]
+    for label, members in groups.items():
+        for run in members:
+            bleu = run.results.get(split, {}).get("bleu")
+            seed = "—" if run.seed is None else run.seed
+            lines.append(f"| {label} | {seed} | {'—' if bleu is None else f'{bleu:.2f}'} | {run.path} |")
+    if unfinished:
+        lines += ["", "## Runs that did not complete", "",
+                  "Left out of every table and plot above. `interrupted`: rerun with `hydra.run.dir=<directory>` to "
+                  "resume.", "", "| model | seed | status | during | update | reason | directory |",
+                  "|---|---|---|---|---|---|---|"]
+        for run in unfinished:
+            r = run.results
+            reason = str(r.get("error", "")).replace("|", "\\|")
+            lines.append(f"| {r.get('label', '—')} | {run.seed} | {run.status} | {r.get('phase', '—')} | "
+                         f"{'—' if r.get('step') is None else r['step']} | {reason} | {run.path} |")
+    path = out / "report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,112 @@
+"""Finding and reading run directories: results.json, the test-set text files, the CSV log, attention maps."""
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from seqbench.common.errors import InputError
+from seqbench.common.io import read_lines
+from seqbench.decoding.attention import load_attention
+from seqbench.rundir.layout import RESULTS_FILE, RunDir
+from seqbench.rundir.results import read_results
+
+
+@dataclass
+class Run:
+    """One run directory, read lazily: results.json up front, the rest when a table or plot asks for it."""
+
+    path: Path
+    results: dict
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def label(self) -> str:
+        return self.results.get("label") or self.results["model"]["name"]
+
+    @property
+    def seed(self):
+        return self.results.get("seed")
+
+    @property
+    def status(self) -> str:
+        """"completed", or why the run has no scores: "interrupted", "diverged", "failed" (seqbench.rundir.results)."""
+        return self.results.get("status", "completed")  # records older than the status field are all completed
+
+    def lines(self, name: str, split: str = "test") -> list[str] | None:
+        """hypotheses / references / sources of a split, one sentence per line; None when the run has none."""
+        key = f"{name}.{split}"
+        if key not in self._cache:
+            path = RunDir(self.path).text(name, split)
+            self._cache[key] = read_lines(path) if path.is_file() else None
+        return self._cache[key]
+
+    def curve(self) -> list[dict]:
+        """Validation points logged during training: [{"step", "bleu", "tokens_seen", "train_seconds",
+        "train_flops"}] ("train_flops" None for runs recorded before it was).
+
+        From results.json's "curve" (written whatever the logger), or, for runs recorded before it existed, from the
+        CSV logger's metrics.csv: rows carrying val/bleu together with val/tokens_seen (the final re-validation of
+        the best checkpoint has no training progress and is left out).
+        """
+        if "curve" not in self._cache:
+            if "curve" in self.results:
+                points = [{key: p.get(key) for key in ("step", "bleu", "tokens_seen", "train_seconds", "train_flops")}
+                          for p in self.results["curve"]]
+            else:
+                points = next((_csv_curve(path) for path in sorted(self.path.glob("**/metrics.csv"))), [])
+            points = [p for p in points if p["bleu"] is not None and p["tokens_seen"] is not None]
+            self._cache["curve"] = sorted(points, key=lambda p: p["tokens_seen"])
+        return self._cache["curve"]
+
+    def attention(self) -> dict | None:
+        if "attention" not in self._cache:
+            path = RunDir(self.path).attention
+            self._cache["attention"] = load_attention(path) if path.is_file() else None
+        return self._cache["attention"]
+
+
+def _csv_curve(path: Path) -> list[dict]:
+    with path.open(newline="") as f:
+        rows = [{k: _number(row.get(k)) for k in ("step", "val/bleu", "val/tokens_seen", "val/train_seconds",
+                                                  "val/train_flops")}
+                for row in csv.DictReader(f)]
+    return [{"step": r["step"], "bleu": r["val/bleu"], "tokens_seen": r["val/tokens_seen"],
+             "train_seconds": r["val/train_seconds"], "train_flops": r["val/train_flops"]} for r in rows]
+
+
+def _number(text: str | None) -> float | None:
+    if text in (None, ""):
+        return None
+    value = float(text)
+    return None if math.isnan(value) else value
+
+
+def find_results(paths: Iterable[str | Path]) -> list[Path]:
+    """results.json files under the given run or multirun directories (or the files themselves), in path order."""
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_file() and path.name == RESULTS_FILE:
+            found.append(path)
+        elif path.is_dir():
+            found.extend(sorted(path.rglob(RESULTS_FILE)))
+        else:
+            raise InputError(f"{path}: not a run directory or {RESULTS_FILE}")
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def load_runs(paths: Iterable[str | Path], completed: bool = True) -> list[Run]:
+    """The runs under `paths`: only the completed ones (those with scores), or all with `completed=False`."""
+    paths = list(paths)
+    runs = [Run(p.parent, read_results(p)) for p in find_results(paths)]
+    if not runs:
+        raise InputError(f"no {RESULTS_FILE} under {', '.join(map(str, paths))}")
+    if not completed:
+        return runs
+    done = [r for r in runs if r.status == "completed"]
+    if not done:
+        raise InputError(f"no completed run under {', '.join(map(str, paths))} ({len(runs)} did not "
+                                f"complete: {', '.join(sorted({r.status for r in runs}))})")
+    return done

@@ -1,0 +1,221 @@
+"""Runs a sweep file's trials locally: Optuna proposes, `train.py` runs as a subprocess, the metric goes back.
+
+Each trial is the command `wandb agent` would start, plus `hydra.run.dir=<sweep dir>/trials/<n>` so that the trial's
+run directory (results.json, csv/metrics.csv, checkpoints, stdout.log/stderr.log) lands inside the sweep directory.
+While a trial runs, the validation BLEU points its CSV logger writes are reported to Optuna as intermediate values,
+so a hyperband pruner can stop it (SIGTERM, as the agent does). A trial that exits non-zero is recorded as failed
+with the last line of its stderr (train.py's one-line `error: ...`), and the sweep goes on.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from seqbench.rundir.layout import RunDir
+from seqbench.rundir.reader import Run
+from seqbench.rundir.results import read_results
+from seqbench.sweep import spec
+
+POLL_SECONDS = 2.0   # how often a running trial's metrics.csv is read for intermediate validation BLEU
+KILL_DELAY = 30.0    # seconds between SIGTERM and SIGKILL when a trial is stopped early (the agent's KILL_DELAY)
+METRIC = "val/bleu"  # the one metric a local sweep reads back from a trial's run directory
+
+
+@dataclass
+class Trial:
+    number: int
+    state: str                       # complete | failed | stopped (early termination)
+    params: dict[str, Any]           # the searched parameters only
+    metric: float | None             # final val/bleu (complete), last reported one (stopped), None (failed)
+    intermediate: list[float] = field(default_factory=list)  # val/bleu at every validation during training
+    seconds: float = 0.0
+    parameters: int | None = None    # model parameters
+    train_tokens_per_s: float | None = None
+    steps: int | None = None
+    run_dir: str = ""
+    command: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def default_sweep_dir(config: dict) -> Path:
+    root = Path(os.environ.get("SEQBENCH_LOG_DIR", "logs"))
+    return root / "sweeps" / config.get("name", "sweep") / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+
+
+def _validation_points(run_dir: Path) -> list[float]:
+    """val/bleu of every validation during training so far, in order (the report's reader of csv/metrics.csv)."""
+    return [point["bleu"] for point in Run(run_dir, {}).curve()]
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM to the trial's process group, SIGKILL after KILL_DELAY, as `wandb agent` stops a run."""
+    for sig, wait in ((signal.SIGTERM, KILL_DELAY), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _last_line(path: Path) -> str | None:
+    lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1][:500] if lines else None
+
+
+class TrialFailed(RuntimeError):
+    """The trial's process exited non-zero: Optuna records the trial as failed and the sweep goes on."""
+
+
+def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, str]) -> Trial:
+    """Starts the trial's command, reports each validation to Optuna while it runs, stops it when the pruner says."""
+    params = spec.suggest(trial, config)
+    searched = {name: params[name] for name in spec.searched(config)}
+    run_dir = (sweep_dir / "trials" / f"{number:03d}").resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    args = spec.command(config, params, run_dir / "args.json") + [f"hydra.run.dir={run_dir}"]
+    (run_dir / "command.txt").write_text(" ".join(args) + "\n", encoding="utf-8")
+    print(f"trial {number}: {' '.join(f'{k}={v}' for k, v in searched.items())}", flush=True)
+
+    started = time.perf_counter()
+    reported: list[float] = []
+    stopped = False
+    with open(run_dir / "stdout.log", "wb") as out, open(run_dir / "stderr.log", "wb") as err:
+        proc = subprocess.Popen(args, stdout=out, stderr=err, env=env, start_new_session=True)
+        try:
+            while proc.poll() is None:
+                time.sleep(POLL_SECONDS)
+                for value in _validation_points(run_dir)[len(reported):]:
+                    reported.append(value)
+                    trial.report(value, step=len(reported))
+                    if trial.should_prune():
+                        stopped = True
+                if stopped:
+                    _stop(proc)
+                    break
+        except BaseException:  # Ctrl-C or an error here: never leave a training running behind
+            _stop(proc)
+            raise
+    record = Trial(number=number, state="complete", params=searched, metric=None, intermediate=reported,
+                   seconds=round(time.perf_counter() - started, 1), run_dir=str(run_dir), command=args)
+    results_path = RunDir(run_dir).results
+    if stopped:
+        record.state, record.metric = "stopped", reported[-1]
+    elif proc.returncode != 0 or not results_path.is_file():
+        record.state = "failed"
+        record.error = _last_line(run_dir / "stderr.log") or f"exit status {proc.returncode}"
+    else:
+        results = read_results(results_path)
+        record.metric = results["valid"]["bleu"]
+        record.parameters = results.get("parameters")
+        record.train_tokens_per_s = results.get("throughput", {}).get("target_tokens_per_s")
+        record.steps = results.get("train", {}).get("steps")
+    print(f"trial {number}: {record.state}, {config['metric']['name']}="
+          f"{'—' if record.metric is None else f'{record.metric:.2f}'} ({record.seconds:.0f} s)"
+          + (f": {record.error}" if record.error else ""), flush=True)
+    return record
+
+
+def _target_reached(config: dict, value: float | None) -> bool:
+    target = config.get("metric", {}).get("target")
+    if target is None or value is None:
+        return False
+    return value >= target if spec.direction(config) == "maximize" else value <= target
+
+
+def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None = None, seed: int | None = 0,
+              env: dict[str, str] | None = None) -> Path:
+    """Runs up to min(count, run_cap, grid size) trials; writes the summary after every trial. Returns the sweep dir."""
+    import optuna
+
+    config = spec.load(path)
+    spec.searched(config)  # every parameter translatable, before anything runs
+    if "program" not in config:
+        raise spec.SweepError(f"{path}: set program (e.g. train.py): the script every trial runs")
+    program = Path(str(config["program"]))
+    if not program.is_file():
+        raise spec.SweepError(f"program {program}: not found in {Path.cwd()} (run the sweep where `wandb agent` "
+                              "would run it: the repository root)")
+    metric = config.get("metric", {}).get("name")
+    if metric != METRIC:
+        raise spec.SweepError(f"metric.name={metric!r}: local sweeps optimise {METRIC} (results.json's valid BLEU, "
+                              "with csv/metrics.csv's validations for early termination)")
+    limits = [n for n in (count, config.get("run_cap"), spec.grid_size(config)) if n is not None]
+    if not limits:
+        raise spec.SweepError(f"{path}: set run_cap in the file or pass --count (a {config['method']} search over "
+                              "continuous values never ends by itself)")
+    total = min(limits)
+    sweep_dir = Path(out) if out else default_sweep_dir(config)
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    (sweep_dir / "sweep.yaml").write_text(Path(path).read_text(encoding="utf-8"), encoding="utf-8")
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # the runner prints its own line per trial
+    study = optuna.create_study(direction=spec.direction(config), sampler=spec.sampler(config, seed),
+                                pruner=spec.pruner(config), study_name=config.get("name"))
+    env = dict(os.environ if env is None else env)
+    trials: list[Trial] = []
+    started = time.perf_counter()
+
+    def objective(trial) -> float:
+        record = run_trial(trial, config, len(trials), sweep_dir, env)
+        trials.append(record)
+        write_summary(sweep_dir, config, trials, time.perf_counter() - started, seed)
+        if record.state == "stopped":
+            raise optuna.TrialPruned()
+        if record.state == "failed":
+            raise TrialFailed(record.error)
+        if _target_reached(config, record.metric):
+            print(f"metric target {config['metric']['target']} reached: sweep finished", flush=True)
+            study.stop()
+        return record.metric
+
+    # optimize, not ask/tell: a grid sampler ends the study itself once every point has run
+    study.optimize(objective, n_trials=total, catch=(TrialFailed,))
+    return sweep_dir
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):  # a learning rate keeps its digits: 3 significant ones below 0.1
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}" if 0 < abs(value) < 0.1 else f"{value:.2f}"
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+def write_summary(sweep_dir: Path, config: dict, trials: list[Trial], seconds: float, seed: int | None) -> None:
+    """summary.json (everything), summary.csv (one row per trial) and summary.md (best first)."""
+    metric = config["metric"]["name"]
+    names = list(spec.searched(config))
+    (sweep_dir / "summary.json").write_text(json.dumps({
+        "sweep": config, "method": config["method"], "seed": seed, "wall_seconds": round(seconds, 1),
+        "metric": metric, "goal": spec.direction(config), "trials": [asdict(t) for t in trials]}, indent=2) + "\n")
+
+    columns = ["trial", "state", *names, metric, "params", "train tok/s", "updates", "seconds", "run_dir", "error"]
+    rows = [[t.number, t.state, *(t.params.get(n) for n in names), t.metric, t.parameters, t.train_tokens_per_s,
+             t.steps, t.seconds, t.run_dir, t.error] for t in trials]
+    with open(sweep_dir / "summary.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(columns)
+        writer.writerows(rows)
+
+    maximize = spec.direction(config) == "maximize"
+    ranked = sorted(rows, key=lambda r: (r[1] != "complete", r[len(names) + 2] is None,
+                                         -(r[len(names) + 2] or 0) if maximize else (r[len(names) + 2] or 0)))
+    header = columns[:-2]  # the markdown table leaves out the directory and the error text (in CSV/JSON)
+    lines = [f"# Sweep {config.get('name', '')}: {len(trials)} trials, {config['method']} search",
+             "", f"Wall time {seconds / 60:.1f} min. Best first; `stopped` = ended early by hyperband "
+                 f"(its metric is the last validation). Failed trials: see summary.csv.", "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_fmt(v) for v in row[:-2]) + " |" for row in ranked]
+    (sweep_dir / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,0 +1,94 @@
+"""How a run ends when it does not complete: interrupted by a signal, diverged, or failed; and its record.
+
+A cluster scheduler stops a job with SIGTERM (and a user with Ctrl+C, SIGINT). Lightning's own SIGTERM handling
+stops at a batch boundary but then exits with status 0, and nothing but Lightning sees the signal outside its
+loops. `SignalGuard` is installed for the whole run instead:
+- inside a Lightning call (fit, validate, test), a signal is handed to Lightning's SIGTERM handling, which stops at
+  the end of the current training batch or between evaluation batches; `seqbench.training.callbacks.ResumeState`
+  then saves `last.ckpt` when the stop came during training, so a rerun in the same run directory continues from
+  that batch;
+- outside (data preparation, measurements), the run stops at once: everything before is in the run directory;
+- either way the run raises `Interrupted`, results.json records `"status": "interrupted"`, and `seqbench train` exits
+  with 128 + the signal number (143 for SIGTERM, 130 for SIGINT), never 0. A second Ctrl+C stops without saving.
+"""
+from __future__ import annotations
+
+import signal
+from contextlib import contextmanager
+from typing import Iterator
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Interrupted(Exception):
+    """The run was stopped by a signal; what it had done so far is saved."""
+
+    def __init__(self, signum: int, phase: str):
+        self.signum, self.phase = signum, phase
+        super().__init__(f"interrupted by {signal.Signals(signum).name} during {phase}")
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + self.signum  # the shell's convention for a process ended by a signal
+
+
+class Diverged(Exception):
+    """The training loss became NaN or infinite (seqbench.training.callbacks.StopOnNonFiniteLoss)."""
+
+
+class SignalGuard:
+    """SIGTERM/SIGINT handlers for the duration of a run (see the module docstring). `phase` names what the run is
+    doing, for the record and the message."""
+
+    def __init__(self):
+        self.received: int | None = None
+        self.phase = "setup"
+        self._in_lightning = False
+        self._previous: dict[int, object] = {}
+
+    def install(self) -> None:
+        for signum in SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+
+    def uninstall(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+
+    def _handle(self, signum: int, frame) -> None:
+        if self.received is not None:
+            if signum == signal.SIGINT and self.received == signal.SIGINT:
+                raise KeyboardInterrupt  # Ctrl+C twice: the user does not want to wait for a clean stop
+            return  # already stopping (or our own SIGTERM below, forwarded to Lightning)
+        self.received = signum
+        # Lightning's handler is in place only while its loops run (not during its setup, restore or teardown)
+        if not self._in_lightning or signal.getsignal(signal.SIGTERM) == self._handle:
+            raise Interrupted(signum, self.phase)
+        if signum == signal.SIGINT:
+            # Lightning stops cleanly on SIGTERM only (SIGINT would raise KeyboardInterrupt mid-step): forward it.
+            signal.raise_signal(signal.SIGTERM)
+
+    @contextmanager
+    def phase_of_run(self, phase: str, lightning: bool = False) -> Iterator[None]:
+        """Marks a phase; `lightning=True` while Lightning's loops run and can stop at a batch boundary."""
+        from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+        self.phase, self._in_lightning = phase, lightning
+        try:
+            yield
+        except SIGTERMException:  # Lightning's clean stop; it subclasses SystemExit, whose status would be 0
+            raise Interrupted(self.received or signal.SIGTERM, phase) from None
+        finally:
+            self._in_lightning = False
+        if self.received is not None:  # Lightning finished its loop before it saw the signal
+            raise Interrupted(self.received, phase)
+
+
+@contextmanager
+def guarded() -> Iterator[SignalGuard]:
+    guard = SignalGuard()
+    guard.install()
+    try:
+        yield guard
+    finally:
+        guard.uninstall()
