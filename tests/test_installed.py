@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,13 @@ pytestmark = pytest.mark.integration
 def installed(tmp_path_factory) -> tuple[Path, dict]:
     """seqbench built as a wheel and installed into a fresh target folder (dependencies from this environment), and
     an environment in which that copy, not the checkout, is the one imported."""
-    target = tmp_path_factory.mktemp("installed")
+    source, target = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("installed")
+    for name in ("pyproject.toml", "README.md", "src"):  # a copy: building writes build/ beside the sources
+        copy = shutil.copytree if (ROOT / name).is_dir() else shutil.copy
+        copy(ROOT / name, source / name, **({"ignore": shutil.ignore_patterns("*.egg-info", "__pycache__")}
+                                            if (ROOT / name).is_dir() else {}))
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), str(ROOT)], check=True, timeout=600)
+                    "--target", str(target), str(source)], check=True, timeout=600)
     env = dict(os.environ, PYTHONPATH=str(target), OMP_NUM_THREADS="1", WANDB_MODE="offline")
     return target, env
 

@@ -1,2 +1,0 @@
-"""Decoding any `Seq2Seq` model: greedy and beam search (search), and attention maps of a decoded sentence
-(attention)."""

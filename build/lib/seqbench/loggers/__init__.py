@@ -1,1 +1,0 @@
-"""Experiment loggers beyond Lightning's own: Weights & Biases (wandb_logger)."""
