@@ -62,6 +62,20 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
     for name in rows:
         assert f"| {name} |" in stdout
     assert "MFU denominator" in stdout and "cache speed-up" in stdout
+    # CTranslate2 (when installed) decodes the reference Transformer's weights, same sentences and forced length; the
+    # preset Transformer converts too; RNN and ConvS2S do not
+    engines = {name for name, row in decoding.items() if "ctranslate2" in row}
+    try:
+        import ctranslate2  # noqa: F401
+    except ImportError:
+        assert not engines and "pip install 'seqbench[ctranslate2]'" in stdout + stderr
+        return
+    assert engines == {"transformer", "preset transformer"}
+    for compute_type in ("float32", "int8"):
+        for kind, beam in (("greedy", 1), ("beam", 5)):
+            speed = decoding["transformer"]["ctranslate2"][compute_type][kind]
+            assert speed["beam_size"] == beam and speed["target_tokens"] == n * 9 and speed["sentences_per_s"] > 0
+    assert "| transformer | CTranslate2 float32 |" in stdout and "seqbench / engine, beam 5" in stdout
 
 
 @pytest.mark.parametrize("args, message", [

@@ -52,8 +52,8 @@ CASES = [c if c in FAST else pytest.param(c, marks=pytest.mark.slow)
          for c in sorted(MODEL_CASES) if not c.startswith("transformer_")]
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_overfits_64_pairs(case, tmp_path):
+def memorise(case: str, tmp_path) -> tuple[Seq2SeqModule, Seq2SeqDataModule]:
+    """The MODEL_CASES model trained on the 64 pairs with its family's settings, then tested (module.evaluations)."""
     L.seed_everything(0, verbose=False)
     family = case.split("_")[0]
     datamodule = Seq2SeqDataModule(MemoryCorpus(), str(tmp_path / "cache"), vocab_size=400, max_tokens=512)
@@ -72,6 +72,12 @@ def test_overfits_64_pairs(case, tmp_path):
                         default_root_dir=tmp_path, use_distributed_sampler=False)
     trainer.fit(module, datamodule=datamodule)
     trainer.test(module, datamodule=datamodule, verbose=False)
+    return module, datamodule
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_overfits_64_pairs(case, tmp_path):
+    module, _ = memorise(case, tmp_path)
     test = module.evaluations["test"]
     assert test.scores["bleu"] >= 95, test.hypotheses[:3]
     assert len(test.hypotheses) == len(test.references) == test.scores["n_sentences"] == 64

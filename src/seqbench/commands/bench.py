@@ -17,7 +17,10 @@ datasheet peak.
 Decoding: DECODE_SENTENCES sources, every hypothesis forced to exactly DECODE_TOKENS tokens (min_len = max_len), so
 every model does the same work whatever it has learned: greedy and beam 5 with the incremental cache, and greedy
 without it (`recompute_greedy`: `decode` re-run over the whole prefix at every step; greedy only, as the point is
-the cost the cache saves, not a second beam search).
+the cost the cache saves, not a second beam search). The reference Transformer is also decoded by CTranslate2 (the
+engine fairseq, OpenNMT and Marian models are served with; seqbench.decoding.ctranslate2) on the same weights,
+sources, forced length and threads, in fp32 and int8, greedy and beam: every decoding figure stands beside the
+engine's, with the ratios. Those rows need the ctranslate2 extra; without it the bench says so and goes on.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 
+from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
 from seqbench.common.tokens import BOS_ID, EOS_ID, PAD_ID
 from seqbench.config.compose import CONF_DIR, compose
@@ -230,8 +234,45 @@ def decode_rows(model, pairs, setting: Setting, device: torch.device) -> dict:
     greedy = decode_speed(model, batches, exact, device)
     beam = decode_speed(model, batches, replace(exact, beam_size=setting.beam_size), device)
     uncached = decode_speed(model, batches, exact, device, search=recompute_greedy)
-    return {"greedy": greedy, "beam": beam, "greedy_uncached": uncached,
-            "cache_speedup_greedy": greedy["sentences_per_s"] / uncached["sentences_per_s"]}
+    row = {"greedy": greedy, "beam": beam, "greedy_uncached": uncached,
+           "cache_speedup_greedy": greedy["sentences_per_s"] / uncached["sentences_per_s"]}
+    engine = ctranslate2_rows(model, batches, exact, setting, device)
+    if engine:
+        row["ctranslate2"] = engine
+    return row
+
+
+CTRANSLATE2_TYPES = ("float32", "int8")  # fp32: the same arithmetic; int8: what the engine is deployed with on CPU
+
+
+def ctranslate2_rows(model, batches: list[dict], exact: DecodingConfig, setting: Setting,
+                     device: torch.device) -> dict | None:
+    """CTranslate2 decoding the same weights and batches, greedy and beam, per compute type: {type: {"greedy",
+    "beam"}, "vs_seqbench": filled in by the caller}; None when the model does not convert or the engine is missing."""
+    import tempfile
+
+    try:
+        from seqbench.decoding.ctranslate2 import Engine, check_convertible, convert, numbered_vocabulary
+
+        import ctranslate2  # noqa: F401 - the optional extra
+        check_convertible(model)
+    except (ImportError, InputError):
+        return None
+    tokens = numbered_vocabulary(setting.vocab_size)
+    rows = {}
+    with tempfile.TemporaryDirectory() as folder:
+        convert(model.cpu().eval(), tokens, tokens, f"{folder}/model")
+        model.to(device)
+        for compute_type in CTRANSLATE2_TYPES:
+            engine = Engine(f"{folder}/model", tokens, tokens, device=device.type, compute_type=compute_type)
+
+            def search(_model, src, src_mask, cfg, engine=engine):
+                return engine.generate([row[mask].tolist() for row, mask in zip(src, src_mask)], cfg)
+
+            rows[compute_type] = {"greedy": decode_speed(model, batches, exact, device, search=search),
+                                  "beam": decode_speed(model, batches, replace(exact, beam_size=setting.beam_size),
+                                                       device, search=search)}
+    return rows
 
 
 # --- the benchmark -----------------------------------------------------------------------------------------------
@@ -264,6 +305,8 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
                          "memory": peak_memory(device)})
         log(f"decoding {name} ...")
         decoding.append({"name": name, **decode_rows(model, pairs, setting, device)})
+        if family == "transformer" and "ctranslate2" not in decoding[-1]:
+            log("no CTranslate2 rows: pip install 'seqbench[ctranslate2]' to decode beside the engine")
         model.cpu()
     for name, shape_of, model in baseline_models(setting, families):
         log(f"training {name} ...")
@@ -339,6 +382,18 @@ def markdown(result: dict) -> str:
         cells = [f"{row[k]['sentences_per_s']:,.1f} ({row[k]['target_tokens_per_s']:,.0f})"
                  for k in ("greedy", "beam", "greedy_uncached")]
         lines.append(f"| {row['name']} | {' | '.join(cells)} | {row['cache_speedup_greedy']:.2f}x |")
+    engine_rows = [row for row in result["decoding"] if "ctranslate2" in row]
+    if engine_rows:
+        lines += ["", f"the same weights decoded by CTranslate2 (same sources, forced length and threads); "
+                      f"sentences/s, and seqbench's speed as a share of the engine's", "",
+                  f"| model | engine | greedy | beam {settings['beam_size']} | seqbench / engine, greedy "
+                  f"| seqbench / engine, beam {settings['beam_size']} |", "|---|---|---|---|---|---|"]
+        for row in engine_rows:
+            for compute_type, engine in row["ctranslate2"].items():
+                ratios = [row[k]["sentences_per_s"] / engine[k]["sentences_per_s"] for k in ("greedy", "beam")]
+                lines.append(f"| {row['name']} | CTranslate2 {compute_type} "
+                             f"| {engine['greedy']['sentences_per_s']:,.1f} | {engine['beam']['sentences_per_s']:,.1f} "
+                             f"| {ratios[0]:.2f}x | {ratios[1]:.2f}x |")
     return "\n".join(lines)
 
 

@@ -1,10 +1,13 @@
-"""Export a trained model: `seqbench export RUN_DIR OUT/ [--checkpoint best|last|PATH]`.
+"""Export a trained model: `seqbench export RUN_DIR OUT/ [--checkpoint best|last|PATH] [--format ctranslate2
+[--quantization int8|...]]`.
 
 OUT/ holds what translation needs and nothing from training: the model's weights as safetensors (no optimizer
 state, no pickle), the tokenizers, model.json (model config, vocabulary sizes and fingerprint, decoding settings),
 the run's config.yaml and results.json, and a model card (README.md) generated from results.json: data, size, BLEU
 and chrF with their sacreBLEU signatures, test BLEU by source length, speed and the training command line.
-`seqbench translate OUT/` translates with it.
+`seqbench translate OUT/` translates with it. `--format ctranslate2` (Transformer runs) adds OUT/ctranslate2/, the
+same weights as a CTranslate2 model (seqbench.decoding.ctranslate2), optionally quantised; `seqbench translate OUT/
+--engine ctranslate2` decodes with it.
 """
 from __future__ import annotations
 
@@ -84,7 +87,11 @@ def model_card(results: dict, command: str, weights_name: str) -> str:
     return "\n".join(lines)
 
 
-def export(run: Path, out: Path, checkpoint: str = "best") -> Path:
+FORMATS = ("seqbench", "ctranslate2")
+
+
+def export(run: Path, out: Path, checkpoint: str = "best", model_format: str = "seqbench",
+           quantization: str | None = None) -> Path:
     from safetensors.torch import save_model
 
     loaded = load_run(run, checkpoint)
@@ -98,6 +105,12 @@ def export(run: Path, out: Path, checkpoint: str = "best") -> Path:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"{out}: exists and is not an empty folder")
     results = read_results(run.results)
+    if model_format == "ctranslate2":
+        from seqbench.decoding.ctranslate2 import check_convertible
+
+        check_convertible(loaded.model)  # before anything is written
+    elif quantization is not None:
+        raise InputError("--quantization applies to --format ctranslate2")
     # Built beside OUT and renamed into place: an interrupted export leaves no half-written model folder.
     with atomic_path(out) as tmp:
         tmp.mkdir(parents=True)
@@ -110,6 +123,11 @@ def export(run: Path, out: Path, checkpoint: str = "best") -> Path:
                 shutil.copyfile(getattr(run, name), getattr(exported, name))
         (tmp / "README.md").write_text(model_card(results, _training_command(root), loaded.weights.name),
                                        encoding="utf-8")
+        if model_format == "ctranslate2":
+            from seqbench.decoding.ctranslate2 import convert, vocabulary
+
+            convert(loaded.model, vocabulary(loaded.tokenizers.src), vocabulary(loaded.tokenizers.tgt),
+                    exported.ctranslate2, quantization)
     return out
 
 
@@ -119,11 +137,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("run", type=Path, help="run directory (or a .ckpt inside one)")
     parser.add_argument("out", type=Path, help="folder to create (must not exist, or be empty)")
     parser.add_argument("--checkpoint", default="best", help="best, last, or a .ckpt path")
+    parser.add_argument("--format", default="seqbench", choices=FORMATS,
+                        help="ctranslate2: also write the weights as a CTranslate2 model (Transformer runs)")
+    parser.add_argument("--quantization", help="with --format ctranslate2: CTranslate2's weight type, e.g. int8, "
+                                               "int8_float32, int16, float16 (default: float32)")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    out = export(args.run, args.out, args.checkpoint)
-    print(f"exported to {out}: seqbench translate {out}", file=sys.stderr)
+    out = export(args.run, args.out, args.checkpoint, args.format, args.quantization)
+    engine = " --engine ctranslate2" if args.format == "ctranslate2" else ""
+    print(f"exported to {out}: seqbench translate {out}{engine}", file=sys.stderr)
 

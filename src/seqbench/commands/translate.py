@@ -8,6 +8,8 @@ similar lengths (as at test time) with a progress bar on stderr, and written to 
 order. Decoding uses the run's own settings (`module.decoding`) unless --beam, --length-penalty, --max-len-a or
 --max-len-b say otherwise, through the same beam search as validation and test. `--attention DIR` writes the
 attention map of every translated sentence as DIR/<line number>.png. An empty line translates to an empty line.
+`--engine ctranslate2` decodes a folder exported with `--format ctranslate2` in CTranslate2 instead (the same
+tokenizers, length limits and, with beam search, GNMT length penalty; seqbench.decoding.ctranslate2).
 """
 from __future__ import annotations
 
@@ -30,9 +32,10 @@ class Translator:
     """Source sentences -> detokenised translations with a loaded model, on one device."""
 
     def __init__(self, loaded: LoadedModel, decoding: DecodingConfig, device: torch.device,
-                 attention_dir: Path | None = None):
+                 attention_dir: Path | None = None, engine=None):
         self.model, self.tokenizers = loaded.model.to(device), loaded.tokenizers
         self.decoding, self.device, self.attention_dir = decoding, device, attention_dir
+        self.engine = engine  # a seqbench.decoding.ctranslate2.Engine, or None: seqbench's own search
         if attention_dir is not None:
             if self._attention([4], []) is None:  # any token will do: the model either returns maps or never does
                 raise InputError(f"{loaded.root}: this model has no attention: --attention does not apply")
@@ -49,9 +52,12 @@ class Translator:
         out = [""] * len(lines)
         if not todo:
             return out
-        batch = collate([(i, ids[i], []) for i in todo])
-        hypotheses = generate(self.model, batch["src"].to(self.device), batch["src_mask"].to(self.device),
-                              self.decoding)
+        if self.engine is not None:
+            hypotheses = self.engine.generate([ids[i] for i in todo], self.decoding)
+        else:
+            batch = collate([(i, ids[i], []) for i in todo])
+            hypotheses = generate(self.model, batch["src"].to(self.device), batch["src_mask"].to(self.device),
+                                  self.decoding)
         for i, hypothesis, text in zip(todo, hypotheses, self.tokenizers.decode_tgt(hypotheses)):
             out[i] = text
             if self.attention_dir is not None:
@@ -105,6 +111,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="batch budget with --input: sentences x longest source, in tokens")
     parser.add_argument("--attention", type=Path, metavar="DIR", help="write each sentence's attention map here")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--engine", default="seqbench", choices=["seqbench", "ctranslate2"],
+                        help="ctranslate2: decode a folder exported with --format ctranslate2 in CTranslate2")
     return parser.parse_args(argv)
 
 
@@ -122,6 +130,21 @@ def decoding_config(base: DecodingConfig, args: argparse.Namespace) -> DecodingC
     return cfg
 
 
+def _engine(args: argparse.Namespace, loaded: LoadedModel):
+    if args.engine == "seqbench":
+        return None
+    from seqbench.decoding.ctranslate2 import Engine
+    from seqbench.rundir.layout import RunDir
+
+    folder = RunDir(loaded.root).ctranslate2
+    if not folder.is_dir():
+        raise InputError(f"{args.run}: no CTranslate2 model; export one with `seqbench export RUN OUT "
+                         f"--format ctranslate2`, then translate OUT with --engine ctranslate2")
+    if args.attention is not None:
+        raise InputError("--attention needs seqbench's own decoding: CTranslate2 returns no attention maps here")
+    return Engine.for_tokenizers(folder, loaded.tokenizers, device=args.device)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.output is not None and args.input is None:
@@ -132,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
         raise InputError(f"--input {args.input}: no such file")
     loaded = load_run(args.run, args.checkpoint)
     translator = Translator(loaded, decoding_config(loaded.decoding, args), torch.device(args.device),
-                            args.attention)
+                            args.attention, _engine(args, loaded))
     if args.input is None:
         if sys.stdin.isatty():
             print(f"translating with {loaded.weights}: one sentence per line, Ctrl-D to end", file=sys.stderr)

@@ -8,6 +8,7 @@
     <run>/{hypotheses,references,sources}.<split>.txt   one sentence per line, same order (split: valid, test)
     <run>/attention.pt            attention maps of a few test sentences (seqbench.decoding.attention)
     <export>/model.safetensors    an exported model's weights (seqbench export), beside model.json and tokenizers/
+    <export>/ctranslate2/         the same weights as a CTranslate2 model (seqbench export --format ctranslate2)
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ LAST_CHECKPOINT = "last.ckpt"
 BEST_CHECKPOINTS = "best-*.ckpt"
 RECENT_CHECKPOINTS = "recent-step*.ckpt"  # callbacks.recent_checkpoints' file names (conf/callbacks/default.yaml)
 WEIGHTS_FILE = "model.safetensors"
+CTRANSLATE2_DIR = "ctranslate2"
 ATTENTION_FILE = "attention.pt"
 TEXT_FILES = ("hypotheses", "references", "sources")
 
@@ -65,6 +67,10 @@ class RunDir:
     @property
     def weights(self) -> Path:
         return self.path / WEIGHTS_FILE
+
+    @property
+    def ctranslate2(self) -> Path:
+        return self.path / CTRANSLATE2_DIR
 
     @property
     def attention(self) -> Path:
