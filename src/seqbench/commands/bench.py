@@ -252,9 +252,9 @@ def ctranslate2_rows(model, batches: list[dict], exact: DecodingConfig, setting:
     import tempfile
 
     try:
-        from seqbench.decoding.ctranslate2 import Engine, check_convertible, convert, numbered_vocabulary
-
         import ctranslate2  # noqa: F401 - the optional extra
+
+        from seqbench.decoding.ctranslate2 import Engine, check_convertible, convert, numbered_vocabulary
         check_convertible(model)
     except (ImportError, InputError):
         return None
@@ -384,8 +384,8 @@ def markdown(result: dict) -> str:
         lines.append(f"| {row['name']} | {' | '.join(cells)} | {row['cache_speedup_greedy']:.2f}x |")
     engine_rows = [row for row in result["decoding"] if "ctranslate2" in row]
     if engine_rows:
-        lines += ["", f"the same weights decoded by CTranslate2 (same sources, forced length and threads); "
-                      f"sentences/s, and seqbench's speed as a share of the engine's", "",
+        lines += ["", "the same weights decoded by CTranslate2 (same sources, forced length and threads); "
+                      "sentences/s, and seqbench's speed as a share of the engine's", "",
                   f"| model | engine | greedy | beam {settings['beam_size']} | seqbench / engine, greedy "
                   f"| seqbench / engine, beam {settings['beam_size']} |", "|---|---|---|---|---|---|"]
         for row in engine_rows:
