@@ -1,1 +1,2 @@
-"""Experiment loggers beyond Lightning's own: Weights & Biases (wandb_logger)."""
+"""Experiment loggers beyond Lightning's own: Weights & Biases (wandb_logger), and what every run shows its W&B and
+TensorBoard loggers besides scalars (media)."""

@@ -4,28 +4,22 @@
   reusing the process's current one (Lightning's reuse put every job of a multirun into one run); the mode follows
   W&B's settings, and with none it is online only when W&B finds credentials; and `wandb.init` waits at most
   `init_timeout` seconds for the server, then the run continues offline after a one-line warning.
-- `WandbMedia` (conf/callbacks/default.yaml) logs the BLEU-by-length table and sample translations at every
-  validation and test; it does nothing without a W&B logger.
-- `log_run_summary` puts the run's final numbers into the W&B summary, with the BLEU-by-length plot and the
-  attention heatmaps as images; `finish_run` ends the job's W&B run (seqbench.training.run calls both).
+- `finish_run` ends the job's W&B run (seqbench.training.run calls it at the end of every job).
+
+What reaches the run besides scalars (tables, plots, the summary) is seqbench.loggers.media's, shared with TensorBoard.
 
 Everything here logs from global rank zero only (Lightning's rank-zero experiment; the callback checks the rank).
 """
 from __future__ import annotations
 
-import io
 import os
 import sys
 import typing
-from pathlib import Path
 
-import lightning as L
 from lightning.pytorch.loggers import WandbLogger as LightningWandbLogger
 from lightning.pytorch.loggers.logger import rank_zero_experiment
 
 from seqbench.common.errors import ConfigError, InputError
-from seqbench.common.subset import fixed_subset
-from seqbench.rundir.results import summary_metrics
 
 # Modes that talk to a server: a failure to reach it falls back to offline.
 _ONLINE_MODES = ("online", "run", "shared")
@@ -125,94 +119,9 @@ class WandbLogger(LightningWandbLogger):
         return self._experiment
 
 
-def wandb_loggers(loggers) -> list[LightningWandbLogger]:
-    return [logger for logger in loggers if isinstance(logger, LightningWandbLogger)]
-
-
 def finish_run(exit_code: int) -> None:
     """Ends the W&B run this process has open, if any: marked failed when exit_code != 0. Called at the end of
     every job, so the next job of a multirun starts its own run."""
     wandb = sys.modules.get("wandb")  # never imported: nothing to finish
     if wandb is not None and wandb.run is not None:
         wandb.run.finish(exit_code=exit_code)
-
-
-class WandbMedia(L.Callback):
-    """At every validation (after the module has scored it) and at the test pass: the BLEU-by-length table and
-    `samples` translations (source, reference, hypothesis; the same sentences every time) as W&B tables."""
-
-    def __init__(self, samples: int = 5):
-        self.samples = samples
-        self._logged: dict[str, dict] = {}  # split -> the results last logged (a validation without BLEU has none)
-
-    def on_validation_end(self, trainer, pl_module):
-        if not trainer.sanity_checking:
-            self._log_tables(trainer, pl_module, "valid", "val")
-
-    def on_test_end(self, trainer, pl_module):
-        self._log_tables(trainer, pl_module, "test", "test")
-
-    def _log_tables(self, trainer, pl_module, split: str, prefix: str) -> None:
-        loggers = wandb_loggers(trainer.loggers)
-        result = pl_module.evaluations.get(split)  # seqbench.scoring.evaluation.SplitEvaluation of the last pass
-        if not loggers or not trainer.is_global_zero or result is None or result is self._logged.get(split):
-            return
-        import wandb
-
-        self._logged[split] = result
-        by_length = wandb.Table(columns=["bucket", "sentences", "bleu"],
-                                data=[[b["bucket"], b["sentences"], b["bleu"]]
-                                      for b in result.scores.get("bleu_by_length", [])])
-        rows = [[result.indices[k], result.sources[k], result.references[k], result.hypotheses[k]]
-                for k in fixed_subset(len(result.indices), self.samples)]
-        samples = wandb.Table(columns=["index", "source", "reference", "hypothesis"], data=rows)
-        for logger in loggers:
-            logger.log_metrics({f"{prefix}/bleu_by_length": by_length, f"{prefix}/samples": samples},
-                               step=trainer.global_step)
-
-
-def _image(figure, caption: str | None = None):
-    """A matplotlib Figure (built without pyplot, as the report's are) as a wandb.Image."""
-    import wandb
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
-    buffer.seek(0)
-    return wandb.Image(Image.open(buffer), caption=caption)
-
-
-def log_run_summary(loggers, results: dict, run_dir: str | Path, step: int) -> None:
-    """The run's final numbers into each W&B logger's run summary, and the report's BLEU-by-length plot (and the
-    structural breakdowns' plots, when the corpus records them: also the targeted scores by distance within sentence
-    length, as a table and a plot) and the attention heatmaps (attention.pt) as images."""
-    loggers = wandb_loggers(loggers)
-    if not loggers:
-        return
-    import wandb
-
-    from seqbench.analysis.plots import attention_figures, plot_by_bucket, plot_length_distance
-    from seqbench.analysis.summary import length_distance_cells, present_breakdowns
-    from seqbench.rundir.reader import Run
-
-    summary = summary_metrics(results)
-    run = Run(Path(run_dir), results)
-    groups = {run.label: [run]}
-    images = {}
-    for breakdown in present_breakdowns(groups, "test"):
-        images[f"test/{breakdown.name}_plot"] = _image(plot_by_bucket(groups, "test", breakdown))
-    cells = results.get("test", {}).get("targeted", {}).get("by_length_distance", [])
-    if cells:
-        columns = ["kind", "length", "distance", "dependencies", "covered", "coverage", "accuracy"]
-        images["test/targeted_by_length_distance"] = wandb.Table(columns=columns,
-                                                                 data=[[c[k] for k in columns] for c in cells])
-        for kind in sorted({c["kind"] for c in cells}):
-            table = length_distance_cells(groups, "test", kind, "accuracy")
-            images[f"test/length_distance_{kind}_plot"] = _image(plot_length_distance(table, kind, "accuracy"))
-    attention = [_image(fig, caption=name) for name, fig in attention_figures(groups)]
-    if attention:
-        images["test/attention"] = attention
-    for logger in loggers:
-        logger.experiment.summary.update(summary)
-        if images:
-            logger.log_metrics(images, step=step)

@@ -18,7 +18,8 @@ from seqbench.config.against_data import check_against_data
 from seqbench.config.composed import validate
 from seqbench.config.environment import check_checkpoint_file
 from seqbench.decoding.attention import attention_examples, save_attention
-from seqbench.loggers.wandb_logger import finish_run, log_run_summary
+from seqbench.loggers.media import log_run_summary
+from seqbench.loggers.wandb_logger import finish_run
 from seqbench.measure import peaks
 from seqbench.measure.memory import peak_memory, reset_peak_memory
 from seqbench.measure.speed import decode_speed, test_batches
