@@ -36,10 +36,11 @@ def test_what_hydra_composes_passes(argv):
 
 @pytest.mark.parametrize("argv, message", [
     (["model=transfomer"], "model='transfomer': allowed values are cnn, convs2s_wmt_en_de, luong, rnn"),
-    (["logger=[csv,wandbb]"], "logger='wandbb': allowed values are csv, none, wandb"),
+    (["logger=[csv,wandbb]"], "logger='wandbb': allowed values are csv, none, tensorboard, wandb"),
     (["-m", "model=transformer,cnnn"], "model='cnnn': allowed values are"),
     (["-m", "model=choice(transformer,lstm)"], "model='lstm': allowed values are"),
-    (["-m", "logger=[csv],[tensorboard]"], "logger='tensorboard': allowed values are"),
+    (["-m", "logger=[csv],[neptune]"], "logger='neptune': allowed values are"),
+    (["-m", "hydra/launcher=submitit_locl"], "hydra/launcher='submitit_locl': allowed values are basic, slurm"),
     (["+experiment=arch_comparisn"], "experiment='arch_comparisn': allowed values are arch_comparison,"),
     (["-m", "model=glob(lstm*)"], "model=glob(lstm*): matches no model"),
     (["-m", "model=range(1,3)"], "model='1': allowed values are"),

@@ -186,6 +186,55 @@ def test_hyperband_stops_trials_behind_the_others(tmp_path, monkeypatch):
         assert trial["metric"] == trial["intermediate"][-1] and len(trial["intermediate"]) < 4
 
 
+PARALLEL_TRAIN = '''
+import json, os, sys, time
+from pathlib import Path
+args = dict(a.split("=", 1) for a in sys.argv[1:])
+run_dir = Path(args["hydra.run.dir"])
+start = time.time()
+(run_dir / "started").write_text("")
+while not any(p != run_dir and (p / "started").exists() for p in run_dir.parent.iterdir()) \\
+        and time.time() - start < 20:  # wait (bounded) until another trial is running too
+    time.sleep(0.05)
+(run_dir / "results.json").write_text(json.dumps({"schema_version": 1, "valid": {"bleu": float(args["x"])},
+                                                 "parameters": 1, "seed": 0,
+                                                 "threads": os.environ.get("OMP_NUM_THREADS"),
+                                                 "saw_another": time.time() - start < 20}))
+'''
+
+
+def test_parallel_trials_run_at_once_with_a_share_of_the_cores_and_cover_the_grid(tmp_path, monkeypatch):
+    """--parallel 2 runs two trials at the same time (each fake trial waits until it sees another one started),
+    each with OMP_NUM_THREADS = cores // 2; a grid's points each run exactly once; the summary says how it ran."""
+    (tmp_path / "fake_train.py").write_text(PARALLEL_TRAIN)
+    (tmp_path / "sweep.yaml").write_text(textwrap.dedent(f"""
+        name: parallel
+        program: {tmp_path / 'fake_train.py'}
+        method: grid
+        metric: {{name: val/bleu, goal: maximize}}
+        parameters:
+          x: {{values: [1, 2, 3, 4]}}
+          y: {{value: 0}}
+        command: ["${{env}}", "${{interpreter}}", "${{program}}", "${{args_no_hyphens}}"]
+        """))
+    monkeypatch.setattr(runner, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(runner, "usable_cores", lambda: 4)
+    sweep_dir = runner.run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "sweep", parallel=2)
+    summary = json.loads((sweep_dir / "summary.json").read_text())
+    assert summary["parallel"] == 2 and summary["threads_per_trial"] == 2
+    assert sorted(t["params"]["x"] for t in summary["trials"]) == [1, 2, 3, 4]  # every point once
+    assert [t["number"] for t in summary["trials"]] == [0, 1, 2, 3]
+    for trial in summary["trials"]:
+        results = json.loads((Path(trial["run_dir"]) / "results.json").read_text())
+        assert results["threads"] == "2" and results["saw_another"], trial
+    assert "2 trial(s) at a time, 2 thread(s) each" in (sweep_dir / "summary.md").read_text()
+
+
+def test_a_grid_runs_its_points_in_the_files_order():
+    config = {"method": "grid", "parameters": {"a": {"values": [1, 2]}, "b": {"value": 0}, "c": {"values": ["x", "y"]}}}
+    assert spec.grid_points(config) == [{"a": 1, "c": "x"}, {"a": 1, "c": "y"}, {"a": 2, "c": "x"}, {"a": 2, "c": "y"}]
+
+
 @pytest.mark.integration
 def test_local_sweep_end_to_end_with_report(tmp_path, capsys):
     """A tiny grid of three trials through `seqbench sweep` (trials are processes): two train, one has heads that do

@@ -15,9 +15,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                                   "run_cap and a grid's size also limit them")
     parser.add_argument("--out", help="sweep directory (default: logs/sweeps/<name>/<time>/)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random and Bayesian samplers")
+    parser.add_argument("--parallel", type=int, default=1, metavar="N",
+                        help="trials at once, each with 1/N of the cores (default 1)")
     args = parser.parse_args(argv)
     if args.count is not None and args.count < 1:
         parser.error("--count must be a positive integer")
+    if args.parallel < 1:
+        parser.error("--parallel must be a positive integer")
     return args
 
 
@@ -29,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         raise InputError("local sweeps need Optuna: pip install 'seqbench[optuna]'") from None
     from seqbench.sweep.runner import run_sweep
 
-    sweep_dir = run_sweep(args.sweep, args.count, args.out, args.seed)
+    sweep_dir = run_sweep(args.sweep, args.count, args.out, args.seed, parallel=args.parallel)
     print(f"summary: {sweep_dir / 'summary.md'}")
     return 0
 

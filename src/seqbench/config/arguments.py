@@ -20,6 +20,19 @@ def _search_dirs(overrides: list[str], conf_dir: str) -> list:
     return dirs
 
 
+def _stored_choices(group: str) -> set[str]:
+    """Choices of a group that Hydra and its plugins register in the ConfigStore rather than as files
+    (hydra/launcher=basic, submitit_local, submitit_slurm when the launcher plugin is installed)."""
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.plugins import Plugins
+
+    Plugins.instance()  # imports hydra_plugins.*, whose modules register their configs
+    try:
+        return {name.removesuffix(".yaml") for name in ConfigStore.instance().list(group)}
+    except OSError:  # no such group in the store
+        return set()
+
+
 def check_group_choices(argv: list[str], conf_dir: str) -> None:
     """A malformed override, or a group choice with no conf/<group>/<choice>.yaml, as one line naming the choices.
 
@@ -51,7 +64,8 @@ def check_group_choices(argv: list[str], conf_dir: str) -> None:
         groups = [d / override.key_or_group for d in dirs if (d / override.key_or_group).is_dir()]
         if override.is_delete() or not groups:
             continue  # a config key (model.n_heads=...), a group outside conf/ (hydra/launcher) or a deletion
-        available = sorted({p.stem for group in groups for p in group.glob("*.yaml")})
+        available = sorted({p.stem for group in groups for p in group.glob("*.yaml")}
+                           | _stored_choices(override.key_or_group))
         if override.value_type == ValueType.GLOB_CHOICE_SWEEP:
             if not override.value().filter(available):
                 raise ConfigError(f"{text}: matches no {override.key_or_group} (allowed values are "

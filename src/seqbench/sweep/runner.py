@@ -4,7 +4,9 @@ Each trial is the command `wandb agent` would start, plus `hydra.run.dir=<sweep 
 run directory (results.json, csv/metrics.csv, checkpoints, stdout.log/stderr.log) lands inside the sweep directory.
 While a trial runs, the validation BLEU points its CSV logger writes are reported to Optuna as intermediate values,
 so a hyperband pruner can stop it (SIGTERM, as the agent does). A trial that exits non-zero is recorded as failed
-with the last line of its stderr (train.py's one-line `error: ...`), and the sweep goes on.
+with the last line of its stderr (train.py's one-line `error: ...`), and the sweep goes on. With `parallel` N, N
+trials run at once (Optuna's n_jobs), each with an equal share of this process's cores (OMP_NUM_THREADS, which
+`threads: null` follows), and the summary says so.
 """
 from __future__ import annotations
 
@@ -134,9 +136,16 @@ def _target_reached(config: dict, value: float | None) -> bool:
     return value >= target if spec.direction(config) == "maximize" else value <= target
 
 
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None = None, seed: int | None = 0,
-              env: dict[str, str] | None = None) -> Path:
-    """Runs up to min(count, run_cap, grid size) trials; writes the summary after every trial. Returns the sweep dir."""
+              env: dict[str, str] | None = None, parallel: int = 1) -> Path:
+    """Runs up to min(count, run_cap, grid size) trials, `parallel` at a time; writes the summary after every trial.
+    Returns the sweep dir."""
+    import threading
+
     import optuna
 
     config = spec.load(path)
@@ -163,14 +172,25 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the runner prints its own line per trial
     study = optuna.create_study(direction=spec.direction(config), sampler=spec.sampler(config, seed),
                                 pruner=spec.pruner(config), study_name=config.get("name"))
+    if config["method"] == "grid":
+        for point in spec.grid_points(config)[:total]:
+            study.enqueue_trial(point)
     env = dict(os.environ if env is None else env)
+    threads = max(1, usable_cores() // parallel)
+    if parallel > 1:
+        env["OMP_NUM_THREADS"] = str(threads)  # each trial's share of the cores (`threads: null` follows it)
+    running = {"parallel": parallel, "threads_per_trial": int(env["OMP_NUM_THREADS"]) if "OMP_NUM_THREADS" in env
+               else None}
     trials: list[Trial] = []
+    lock = threading.Lock()  # trials finish in any order when several run at once
     started = time.perf_counter()
 
     def objective(trial) -> float:
-        record = run_trial(trial, config, len(trials), sweep_dir, env)
-        trials.append(record)
-        write_summary(sweep_dir, config, trials, time.perf_counter() - started, seed)
+        record = run_trial(trial, config, trial.number, sweep_dir, env)
+        with lock:
+            trials.append(record)
+            trials.sort(key=lambda t: t.number)
+            write_summary(sweep_dir, config, trials, time.perf_counter() - started, seed, running)
         if record.state == "stopped":
             raise optuna.TrialPruned()
         if record.state == "failed":
@@ -180,8 +200,7 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
             study.stop()
         return record.metric
 
-    # optimize, not ask/tell: a grid sampler ends the study itself once every point has run
-    study.optimize(objective, n_trials=total, catch=(TrialFailed,))
+    study.optimize(objective, n_trials=total, n_jobs=parallel, catch=(TrialFailed,))
     return sweep_dir
 
 
@@ -193,12 +212,15 @@ def _fmt(value) -> str:
     return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
-def write_summary(sweep_dir: Path, config: dict, trials: list[Trial], seconds: float, seed: int | None) -> None:
-    """summary.json (everything), summary.csv (one row per trial) and summary.md (best first)."""
+def write_summary(sweep_dir: Path, config: dict, trials: list[Trial], seconds: float, seed: int | None,
+                  running: dict | None = None) -> None:
+    """summary.json (everything), summary.csv (one row per trial) and summary.md (best first). `running`:
+    {"parallel": trials at once, "threads_per_trial": their OMP_NUM_THREADS, None if not set}."""
     metric = config["metric"]["name"]
     names = list(spec.searched(config))
+    running = running or {"parallel": 1, "threads_per_trial": None}
     (sweep_dir / "summary.json").write_text(json.dumps({
-        "sweep": config, "method": config["method"], "seed": seed, "wall_seconds": round(seconds, 1),
+        "sweep": config, "method": config["method"], "seed": seed, "wall_seconds": round(seconds, 1), **running,
         "metric": metric, "goal": spec.direction(config), "trials": [asdict(t) for t in trials]}, indent=2) + "\n")
 
     columns = ["trial", "state", *names, metric, "params", "train tok/s", "updates", "seconds", "run_dir", "error"]
@@ -214,8 +236,10 @@ def write_summary(sweep_dir: Path, config: dict, trials: list[Trial], seconds: f
                                          -(r[len(names) + 2] or 0) if maximize else (r[len(names) + 2] or 0)))
     header = columns[:-2]  # the markdown table leaves out the directory and the error text (in CSV/JSON)
     lines = [f"# Sweep {config.get('name', '')}: {len(trials)} trials, {config['method']} search",
-             "", f"Wall time {seconds / 60:.1f} min. Best first; `stopped` = ended early by hyperband "
-                 f"(its metric is the last validation). Failed trials: see summary.csv.", "",
+             "", f"Wall time {seconds / 60:.1f} min, {running['parallel']} trial(s) at a time"
+                 + (f", {running['threads_per_trial']} thread(s) each" if running["threads_per_trial"] else "")
+                 + ". Best first; `stopped` = ended early by hyperband "
+                 "(its metric is the last validation). Failed trials: see summary.csv.", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_fmt(v) for v in row[:-2]) + " |" for row in ranked]
     (sweep_dir / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")

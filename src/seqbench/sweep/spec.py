@@ -3,8 +3,10 @@
 The schema is W&B's own (wandb_sweep_schema.json, copied from the `sweeps` package 0.3.0, MIT licence beside it):
 the `sweeps` package itself pins numpy<2 and so cannot be installed next to this project's stack.
 Translation, one W&B concept to one Optuna one:
-  method grid / random / bayes   -> GridSampler / RandomSampler / TPESampler (a Bayesian optimiser: tree-structured
-                                    Parzen estimators where W&B's controller fits a Gaussian process)
+  method grid                    -> every grid point enqueued in the file's order (`grid_points`), so trials that run
+                                    at once never repeat one (Optuna's GridSampler may, in parallel)
+  method random / bayes          -> RandomSampler / TPESampler (a Bayesian optimiser: tree-structured Parzen
+                                    estimators where W&B's controller fits a Gaussian process)
   values / value                 -> suggest_categorical / a fixed argument
   int_uniform, uniform           -> suggest_int, suggest_float
   log_uniform_values             -> suggest_float(log=True)
@@ -160,13 +162,19 @@ def corners(config: dict) -> list[dict[str, Any]]:
     return [base] + [{**base, name: value} for name, values in axes.items() for value in values[1:]]
 
 
+def grid_points(config: dict) -> list[dict[str, Any]]:
+    """Every combination of a grid sweep's values, the first parameter varying slowest (the file's order)."""
+    import itertools
+
+    space = {name: spec["values"] for name, spec in searched(config).items()}
+    return [dict(zip(space, values)) for values in itertools.product(*space.values())]
+
+
 def sampler(config: dict, seed: int | None):
     import optuna
 
     method = config["method"]
-    if method == "grid":
-        return optuna.samplers.GridSampler({name: spec["values"] for name, spec in searched(config).items()})
-    if method == "random":
+    if method in ("grid", "random"):  # grid: every trial's parameters are fixed by grid_points; nothing is sampled
         return optuna.samplers.RandomSampler(seed=seed)
     if method == "bayes":
         return optuna.samplers.TPESampler(seed=seed)
