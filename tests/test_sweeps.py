@@ -230,6 +230,38 @@ def test_parallel_trials_run_at_once_with_a_share_of_the_cores_and_cover_the_gri
     assert "2 trial(s) at a time, 2 thread(s) each" in (sweep_dir / "summary.md").read_text()
 
 
+def test_a_resumed_or_extended_search_makes_the_uninterrupted_proposals(tmp_path, monkeypatch):
+    """A random search run to run_cap 3, then extended to 5 in the same directory, runs only trials 3 and 4 and
+    proposes exactly what one uninterrupted 5-trial search proposes; another seed's search is refused there."""
+    (tmp_path / "fake_train.py").write_text(FAKE_TRAIN)
+
+    def sweep_file(run_cap: int) -> Path:
+        path = tmp_path / f"sweep{run_cap}.yaml"
+        path.write_text(textwrap.dedent(f"""
+            name: resume
+            program: {tmp_path / 'fake_train.py'}
+            method: random
+            run_cap: {run_cap}
+            metric: {{name: val/bleu, goal: maximize}}
+            parameters:
+              lr: {{distribution: log_uniform_values, min: 1.0e-4, max: 1.0e-2}}
+              kind: {{values: [a, b, c]}}
+            command: ["${{env}}", "${{interpreter}}", "${{program}}", "${{args_no_hyphens}}"]
+            """))
+        return path
+
+    monkeypatch.setattr(runner, "POLL_SECONDS", 0.05)
+    runner.run_sweep(sweep_file(3), out=tmp_path / "extended")
+    runner.run_sweep(sweep_file(5), out=tmp_path / "extended")
+    runner.run_sweep(sweep_file(5), out=tmp_path / "whole")
+    extended, whole = (json.loads((tmp_path / d / "summary.json").read_text())["trials"]
+                       for d in ("extended", "whole"))
+    assert [t["params"] for t in extended] == [t["params"] for t in whole] and len(whole) == 5
+    assert (tmp_path / "extended" / "trials" / "count").read_text() == "5"  # 3 + 2 trainings, none repeated
+    with pytest.raises(spec.SweepError, match="holds another sweep"):
+        runner.run_sweep(sweep_file(5), out=tmp_path / "extended", seed=1)
+
+
 def test_a_grid_runs_its_points_in_the_files_order():
     config = {"method": "grid", "parameters": {"a": {"values": [1, 2]}, "b": {"value": 0}, "c": {"values": ["x", "y"]}}}
     assert spec.grid_points(config) == [{"a": 1, "c": "x"}, {"a": 1, "c": "y"}, {"a": 2, "c": "x"}, {"a": 2, "c": "y"}]

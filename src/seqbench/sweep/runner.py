@@ -6,7 +6,10 @@ While a trial runs, the validation BLEU points its CSV logger writes are reporte
 so a hyperband pruner can stop it (SIGTERM, as the agent does). A trial that exits non-zero is recorded as failed
 with the last line of its stderr (train.py's one-line `error: ...`), and the sweep goes on. With `parallel` N, N
 trials run at once (Optuna's n_jobs), each with an equal share of this process's cores (OMP_NUM_THREADS, which
-`threads: null` follows), and the summary says so.
+`threads: null` follows), and the summary says so. A sweep directory that already holds trials of the same sweep
+(same parameters, method and seed) is resumed: its trials are replayed into the study, each proposal checked against
+the recorded one, so the sweep goes on with exactly the proposals an uninterrupted run would have made; raising
+run_cap (or --count) extends a finished search the same way.
 """
 from __future__ import annotations
 
@@ -167,6 +170,7 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     total = min(limits)
     sweep_dir = Path(out) if out else default_sweep_dir(config)
     sweep_dir.mkdir(parents=True, exist_ok=True)
+    previous, previous_seconds = recorded_trials(sweep_dir, config, seed)
     (sweep_dir / "sweep.yaml").write_text(Path(path).read_text(encoding="utf-8"), encoding="utf-8")
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the runner prints its own line per trial
@@ -182,8 +186,15 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     running = {"parallel": parallel, "threads_per_trial": int(env["OMP_NUM_THREADS"]) if "OMP_NUM_THREADS" in env
                else None}
     trials: list[Trial] = []
+    by_number = {t.number: t for t in previous}
+    for number in range(max(by_number, default=-1) + 1):
+        # a gap: a trial that was still running when a parallel sweep stopped; its proposal is not retried
+        trials.append(replay(study, config, by_number.get(number)))
     lock = threading.Lock()  # trials finish in any order when several run at once
-    started = time.perf_counter()
+    started = time.perf_counter() - previous_seconds
+    if trials:
+        print(f"resuming: {len(trials)} trials recorded in {sweep_dir}, {max(0, total - len(trials))} to run",
+              flush=True)
 
     def objective(trial) -> float:
         record = run_trial(trial, config, trial.number, sweep_dir, env)
@@ -200,8 +211,46 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
             study.stop()
         return record.metric
 
-    study.optimize(objective, n_trials=total, n_jobs=parallel, catch=(TrialFailed,))
+    if total > len(trials):
+        study.optimize(objective, n_trials=total - len(trials), n_jobs=parallel, catch=(TrialFailed,))
     return sweep_dir
+
+
+def recorded_trials(sweep_dir: Path, config: dict, seed: int | None) -> tuple[list[Trial], float]:
+    """The trials a sweep directory already holds, and the wall seconds they took; nothing for a new directory.
+    A directory of another sweep (other parameters, method or seed) is refused in one line."""
+    path = sweep_dir / "summary.json"
+    if not path.is_file():
+        return [], 0.0
+    summary = json.loads(path.read_text())
+    recorded = summary["sweep"]
+    if (recorded.get("parameters"), recorded.get("method"), summary.get("seed")) != \
+            (config.get("parameters"), config.get("method"), seed):
+        raise spec.SweepError(f"{sweep_dir}: holds another sweep (its parameters, method or seed differ); resume it "
+                              "with its own file and --seed, or choose another --out")
+    return [Trial(**t) for t in summary["trials"]], float(summary.get("wall_seconds", 0.0))
+
+
+def replay(study, config: dict, record: Trial | None) -> Trial:
+    """Tells the study a recorded trial, after checking that the sampler proposes its parameters again; None (a trial
+    that never finished) is told as failed. Returns the record."""
+    import optuna
+
+    trial = study.ask()
+    params = {name: value for name, value in spec.suggest(trial, config).items() if name in spec.searched(config)}
+    if record is None:
+        study.tell(trial, None, state=optuna.trial.TrialState.FAIL)
+        return Trial(number=trial.number, state="failed", params=params, metric=None,
+                     error="interrupted: the sweep stopped while this trial ran")
+    if trial.number != record.number or params != record.params:
+        raise spec.SweepError(f"trial {record.number}: the sampler now proposes {params}, the sweep directory "
+                              f"recorded {record.params} (another Optuna version or an edited summary.json?)")
+    for step, value in enumerate(record.intermediate, start=1):
+        trial.report(value, step=step)
+    state = {"complete": optuna.trial.TrialState.COMPLETE, "stopped": optuna.trial.TrialState.PRUNED,
+             "failed": optuna.trial.TrialState.FAIL}[record.state]
+    study.tell(trial, record.metric if record.state == "complete" else None, state=state)
+    return record
 
 
 def _fmt(value) -> str:
