@@ -42,3 +42,5 @@ def test_constant_and_cosine():
     assert _lrs("constant", 3) == [2.0, 2.0, 2.0]
     lrs = _lrs("cosine", 110, warmup_steps=10, total_steps=110)
     assert lrs[9] == pytest.approx(2.0) and lrs[-1] < 0.01
+    # a run shorter than the warm-up (a smoke run of a recipe with warm-up 100) ends during it: the lr only rises
+    assert _lrs("cosine", 4, warmup_steps=100, total_steps=4) == pytest.approx([0.02, 0.04, 0.06, 0.08])

@@ -93,6 +93,22 @@ def test_logger_none_and_a_stop_between_validations(tmp_path):
     assert not (tmp_path / "run" / "csv").exists() and "test" not in record
 
 
+def test_a_cosine_schedule_with_an_epoch_budget_decays_over_those_epochs(tmp_path):
+    """max_steps=-1 (a budget in epochs, as trainer=gpu has): the cosine's end is the updates of max_epochs
+    (Lightning's estimated_stepping_batches), so the last update's lr is near zero, not an error or a flat lr."""
+    import csv
+
+    record = train_in_process(tmp_path / "run", [*TINY, *TINY_MODELS["transformer"], "trainer.max_steps=-1",
+                                                 "trainer.max_epochs=2", "scheduler.kind=cosine",
+                                                 "scheduler.warmup_steps=1", "optimizer.lr=0.01", "test=false",
+                                                 "trainer.log_every_n_steps=1"])
+    with open(tmp_path / "run" / "csv" / "metrics.csv", newline="") as f:
+        lrs = [float(row["lr-AdamW"]) for row in csv.DictReader(f) if row.get("lr-AdamW")]
+    assert record["train"]["steps"] == len(lrs) > 2
+    assert lrs[0] == pytest.approx(0.01) and lrs[-1] < 0.01 * 0.1 and lrs == sorted(lrs, reverse=True)
+    assert 0.3 * 0.01 < lrs[len(lrs) // 2] < 0.7 * 0.01  # a half-way lr: the decay spans the run, not one update
+
+
 def test_early_stopping_ends_training_when_validation_bleu_stops_improving(tmp_path):
     """callbacks=early_stopping: with a gain of 100 BLEU required, the second validation (update 4) is no improvement
     and, with patience 1, ends training at update 4 of 40; the curve records training FLOPs at every validation, and

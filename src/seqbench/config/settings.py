@@ -205,13 +205,11 @@ def check_specs(cfg: DictConfig) -> None:
 def check_cross_keys(cfg: DictConfig) -> None:
     """Relations between keys that each look fine alone."""
     if lookup(cfg, "scheduler.kind")[1] == "cosine":
-        total, warmup = lookup(cfg, "scheduler.total_steps")[1], lookup(cfg, "scheduler.warmup_steps")[1]
-        if not is_int(total) or total < 1:
+        total, epochs = lookup(cfg, "scheduler.total_steps")[1], lookup(cfg, "trainer.max_epochs")[1]
+        if not (is_int(total) and total >= 1) and not (is_int(epochs) and epochs >= 1):
             raise ConfigError(f"scheduler.total_steps={_show(total)}: the cosine schedule needs the update it ends at "
-                              f"(default trainer.max_steps, unset here): set scheduler.total_steps=N")
-        if warmup is not None and total < warmup:
-            raise ConfigError(f"scheduler.total_steps={total}: must be >= scheduler.warmup_steps={warmup} "
-                              f"(the decay starts after the warm-up)")
+                              "(default trainer.max_steps, else the updates of trainer.max_epochs; neither is set): "
+                              "set scheduler.total_steps=N")
     min_len, max_len = lookup(cfg, "module.decoding.min_len")[1], lookup(cfg, "module.decoding.max_len")[1]
     if min_len is not None and max_len is not None and min_len > max_len:
         raise ConfigError(f"module.decoding.min_len={min_len}: must not exceed module.decoding.max_len={max_len}")

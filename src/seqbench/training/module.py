@@ -7,6 +7,7 @@ module only produces hypotheses and keeps what it scored in `evaluations`: writi
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, replace
 from typing import Callable, Sequence
@@ -159,5 +160,8 @@ class Seq2SeqModule(L.LightningModule):
         optimizer = self.optimizer_factory(self.model.parameters())
         if self.scheduler_factory is None:
             return optimizer
-        return {"optimizer": optimizer,
-                "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer), "interval": "step"}}
+        factory = self.scheduler_factory
+        total = getattr(factory, "keywords", {}).get("total_steps")
+        if total is not None and total < 1:  # a budget in epochs (max_steps=-1): the updates those epochs make
+            factory = functools.partial(factory, total_steps=int(self.trainer.estimated_stepping_batches))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": factory(optimizer), "interval": "step"}}

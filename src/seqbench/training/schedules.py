@@ -5,7 +5,7 @@ every optimizer update. `schedule` is what the config builds (`scheduler.kind` p
 - inverse_sqrt: linear warm-up to the base lr, then lr * sqrt(warmup / step) (the Transformer paper's "Noam"
   schedule, normalised so that its peak is the base lr);
 - cosine: linear warm-up, then cosine decay to min_factor * lr at total_steps (by default the update budget,
-  trainer.max_steps);
+  trainer.max_steps); a run shorter than the warm-up ends during it (a 20-update smoke run of a tuned recipe works);
 - constant: linear warm-up (if any), then the base lr.
 """
 from __future__ import annotations
