@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -232,7 +233,11 @@ def test_parallel_trials_run_at_once_with_a_share_of_the_cores_and_cover_the_gri
 
 def test_a_resumed_or_extended_search_makes_the_uninterrupted_proposals(tmp_path, monkeypatch):
     """A random search run to run_cap 3, then extended to 5 in the same directory, runs only trials 3 and 4 and
-    proposes exactly what one uninterrupted 5-trial search proposes; another seed's search is refused there."""
+    proposes exactly what one uninterrupted 5-trial search proposes, and so does one that runs 2 trials at a time
+    (the sampler made slow, so concurrent trials would interleave their draws); another seed's search is refused
+    there."""
+    import optuna
+
     (tmp_path / "fake_train.py").write_text(FAKE_TRAIN)
 
     def sweep_file(run_cap: int) -> Path:
@@ -254,9 +259,18 @@ def test_a_resumed_or_extended_search_makes_the_uninterrupted_proposals(tmp_path
     runner.run_sweep(sweep_file(3), out=tmp_path / "extended")
     runner.run_sweep(sweep_file(5), out=tmp_path / "extended")
     runner.run_sweep(sweep_file(5), out=tmp_path / "whole")
-    extended, whole = (json.loads((tmp_path / d / "summary.json").read_text())["trials"]
-                       for d in ("extended", "whole"))
+    draw = optuna.samplers.RandomSampler.sample_independent
+
+    def slow_draw(*args, **kwargs):
+        time.sleep(0.05)
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(optuna.samplers.RandomSampler, "sample_independent", slow_draw)
+    runner.run_sweep(sweep_file(5), out=tmp_path / "parallel", parallel=2)
+    extended, whole, parallel = (json.loads((tmp_path / d / "summary.json").read_text())["trials"]
+                                 for d in ("extended", "whole", "parallel"))
     assert [t["params"] for t in extended] == [t["params"] for t in whole] and len(whole) == 5
+    assert [t["params"] for t in parallel] == [t["params"] for t in whole]
     assert (tmp_path / "extended" / "trials" / "count").read_text() == "5"  # 3 + 2 trainings, none repeated
     with pytest.raises(spec.SweepError, match="holds another sweep"):
         runner.run_sweep(sweep_file(5), out=tmp_path / "extended", seed=1)

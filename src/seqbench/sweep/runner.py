@@ -79,13 +79,9 @@ def _last_line(path: Path) -> str | None:
     return lines[-1][:500] if lines else None
 
 
-class TrialFailed(RuntimeError):
-    """The trial's process exited non-zero: Optuna records the trial as failed and the sweep goes on."""
-
-
-def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, str]) -> Trial:
-    """Starts the trial's command, reports each validation to Optuna while it runs, stops it when the pruner says."""
-    params = spec.suggest(trial, config)
+def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, str], params: dict) -> Trial:
+    """Starts the trial's command with the proposed params, reports each validation to Optuna while it runs, stops
+    it when the pruner says."""
     searched = {name: params[name] for name in spec.searched(config)}
     run_dir = (sweep_dir / "trials" / f"{number:03d}").resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -148,6 +144,7 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     """Runs up to min(count, run_cap, grid size) trials, `parallel` at a time; writes the summary after every trial.
     Returns the sweep dir."""
     import threading
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     import optuna
 
@@ -190,29 +187,46 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     for number in range(max(by_number, default=-1) + 1):
         # a gap: a trial that was still running when a parallel sweep stopped; its proposal is not retried
         trials.append(replay(study, config, by_number.get(number)))
-    lock = threading.Lock()  # trials finish in any order when several run at once
     started = time.perf_counter() - previous_seconds
     if trials:
         print(f"resuming: {len(trials)} trials recorded in {sweep_dir}, {max(0, total - len(trials))} to run",
               flush=True)
 
-    def objective(trial) -> float:
-        record = run_trial(trial, config, trial.number, sweep_dir, env)
+    def run(trial, params: dict) -> Trial:
+        record = run_trial(trial, config, trial.number, sweep_dir, env, params)
         with lock:
             trials.append(record)
             trials.sort(key=lambda t: t.number)
             write_summary(sweep_dir, config, trials, time.perf_counter() - started, seed, running)
-        if record.state == "stopped":
-            raise optuna.TrialPruned()
-        if record.state == "failed":
-            raise TrialFailed(record.error)
-        if _target_reached(config, record.metric):
-            print(f"metric target {config['metric']['target']} reached: sweep finished", flush=True)
-            study.stop()
-        return record.metric
+        return record
 
-    if total > len(trials):
-        study.optimize(objective, n_trials=total - len(trials), n_jobs=parallel, catch=(TrialFailed,))
+    def tell(futures) -> bool:
+        """Tells the study the finished trials; True when the metric's target was reached."""
+        reached = False
+        for future in futures:
+            trial, record = running_trials.pop(future), future.result()
+            state = {"complete": optuna.trial.TrialState.COMPLETE, "stopped": optuna.trial.TrialState.PRUNED,
+                     "failed": optuna.trial.TrialState.FAIL}[record.state]
+            study.tell(trial, record.metric if record.state == "complete" else None, state=state)
+            reached |= _target_reached(config, record.metric)
+        return reached
+
+    # Optuna's own n_jobs reseeds the sampler for every trial, so a parallel search would propose differently on
+    # every run. Here the main thread asks and draws each trial's parameters in trial order (a random search
+    # proposes exactly what a sequential or resumed one does) and threads only run and watch the trial processes.
+    lock, running_trials, reached = threading.Lock(), {}, False
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        for _ in range(total - len(trials)):
+            if len(running_trials) >= parallel:
+                finished, _ = wait(running_trials, return_when=FIRST_COMPLETED)
+                reached = tell(finished) or reached
+            if reached:
+                break
+            trial = study.ask()
+            running_trials[pool.submit(run, trial, spec.suggest(trial, config))] = trial
+        reached = tell(wait(running_trials)[0]) or reached
+    if reached:
+        print(f"metric target {config['metric']['target']} reached: sweep finished", flush=True)
     return sweep_dir
 
 
