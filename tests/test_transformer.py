@@ -69,3 +69,27 @@ def test_rope_angles_grown_while_decoding_still_train():
     assert rotary._table[0].size(0) >= 300 and not rotary._table[0].is_inference()
     model(src, mask, tgt).sum().backward()
     torch.testing.assert_close(model(src, mask, tgt).detach(), expected)
+
+
+def test_the_key_value_cache_grows_and_reorders_past_its_first_capacity():
+    """Incremental decoding under no_grad (as search runs it) equals full decoding over 40 positions, past the
+    cache's first 32-position buffers, with beam-style reorderings before and after the growth."""
+    from seqbench.models.transformer import KVCache
+
+    model = build_tiny_model("transformer").eval()
+    src, mask, tgt = random_batch(lengths=(6, 6, 6), tgt_len=40)
+    src, mask = src[[0, 0, 0]], mask[[0, 0, 0]]  # reordering never crosses sentences: one source, three prefixes
+    with torch.no_grad():
+        enc = model.encode(src, mask)
+        full = model.decode(tgt, enc)
+        state, rows = model.init_state(enc), torch.arange(3)
+        for t in range(40):
+            if t == 35:
+                rows = rows[[2, 0, 1]]
+                state = model.reorder_state(state, torch.tensor([2, 0, 1]))
+            if t == 20:
+                rows = rows[[1, 1, 0]]
+                state = model.reorder_state(state, torch.tensor([1, 1, 0]))
+            step, state, _ = model.decode_step(tgt[rows, t], enc, state)
+            torch.testing.assert_close(step, full[rows, t], atol=1e-5, rtol=1e-5)
+    assert all(isinstance(c, KVCache) and c.length == 40 and c.k.size(2) == 64 for c in state["self_kv"])

@@ -15,6 +15,9 @@ Masks are boolean and True on real (non-pad) tokens.
     reorder_state(state, indices [B']) -> state   beam search: row i of the new state is row indices[i] of the old
     expand_encoder_out(encoder_out, beam) -> encoder_out with every row repeated `beam` times (row-major)
 
+A model may update a state in place (the Transformer writes each step into preallocated key/value buffers), so only
+the state that decode_step or reorder_state returned last is valid: decode one branch per state.
+
 `indices` given to `reorder_state` never move a hypothesis to a different source sentence, so anything a model
 derives from `encoder_out` alone (e.g. cross-attention keys) may be kept out of the reordering.
 
