@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
 from seqbench.analysis.tuning import expected_best, expected_best_curve
 from seqbench.report.tuning import write_tuning_report
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_expected_best_by_hand():
@@ -43,3 +46,18 @@ def test_tuning_report_puts_searches_side_by_side(tmp_path):
     assert "| 4 | 1 | 40.00 (trial 2) |" in row_a and "optimizer.lr=0.003" in row_a
     assert f"| {expected_best([10.0, 0.0, 40.0, 20.0], 2)[0]:.2f} |" in row_a
     assert (tmp_path / "out" / "expected_best.png").stat().st_size > 1000
+
+
+def test_every_family_gets_the_same_tuning_budget():
+    """The three recipe searches differ only in the model and in what only one family has (the Transformer's
+    pre/post-LN): the same trials, update budget, size, seed, sampler and recipe space, so no family is tuned harder."""
+    import yaml
+
+    sweeps = {family: yaml.safe_load((ROOT / "sweeps" / f"recipe_{family}.yaml").read_text())
+              for family in ("transformer", "rnn", "cnn")}
+    own = {"transformer": {"model", "model.norm_first"}, "rnn": {"model"}, "cnn": {"model"}}
+    shared = {family: {k: v for k, v in s["parameters"].items() if k not in own[family]}
+              for family, s in sweeps.items()}
+    assert shared["transformer"] == shared["rnn"] == shared["cnn"]
+    assert len({(s["run_cap"], s["method"], s["metric"]["name"]) for s in sweeps.values()}) == 1
+    assert {s["parameters"]["model"]["value"] for s in sweeps.values()} == {"transformer", "rnnsearch_small", "cnn"}
