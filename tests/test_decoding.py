@@ -86,3 +86,27 @@ def test_finished_hypotheses_leave_the_beam():
     long = beam_search(model, src, mask, DecodingConfig(beam_size=3, length_penalty=5.0, max_len_a=0, max_len_b=4,
                                                         stop_early=False))
     assert short == [[]] and len(long[0]) == 4
+
+
+@pytest.mark.parametrize("case", ["transformer", "rnn_bahdanau", "cnn"])
+@pytest.mark.parametrize("beam", [1, 3])
+def test_finished_sentences_leave_the_batch_without_changing_any_answer(case, beam):
+    """Sentences with different length limits finish at different steps and leave the batch (the model sees fewer
+    rows as the search goes on); every sentence still gets exactly the answer it gets decoded alone."""
+    from seqbench.decoding.search import generate
+
+    model = build_tiny_model(case).eval()
+    lengths = (9, 2, 6, 1, 7)
+    src, mask, _ = random_batch(lengths=lengths)
+    cfg = DecodingConfig(beam_size=beam, length_penalty=0.6, max_len_a=1.0, max_len_b=2)
+    rows_seen, step = [], model.decode_step
+
+    def counting_step(tokens, *args, **kwargs):
+        rows_seen.append(tokens.size(0))
+        return step(tokens, *args, **kwargs)
+
+    model.decode_step = counting_step
+    together = generate(model, src, mask, cfg)
+    assert rows_seen[-1] < rows_seen[0] == len(lengths) * beam, rows_seen
+    alone = [generate(model, src[i:i + 1, :n], mask[i:i + 1, :n], cfg)[0] for i, n in enumerate(lengths)]
+    assert together == alone

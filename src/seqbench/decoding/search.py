@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from seqbench.common.tokens import BOS_ID, EOS_ID
-from seqbench.models.interface import Seq2Seq
+from seqbench.models.interface import Seq2Seq, index_batch
 
 
 @dataclass
@@ -56,19 +56,23 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg
     encoder_out = model.encode(src, src_mask)
     state = model.init_state(encoder_out)
     limits = length_limits(src_mask, cfg)
-    batch = src.size(0)
+    batch, steps = src.size(0), int(limits.max()) + 1
+    output = torch.full((batch, steps), EOS_ID, dtype=torch.long, device=src.device)
+    active = torch.arange(batch, device=src.device)  # the batch rows of the sentences still decoding
     tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)
-    finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
-    output = []
-    for step in range(int(limits.max()) + 1):
+    for step in range(steps):
         logits, state, _ = model.decode_step(tokens, encoder_out, state)
         tokens = forbid_eos_before_min_len(logits, step, cfg).argmax(-1)
-        tokens = torch.where(finished | (step >= limits), torch.full_like(tokens, EOS_ID), tokens)
-        output.append(tokens)
-        finished |= tokens == EOS_ID
-        if finished.all():
+        tokens = torch.where(step >= limits, torch.full_like(tokens, EOS_ID), tokens)
+        output[active, step] = tokens
+        ended = tokens == EOS_ID
+        if ended.all():
             break
-    return strip_at_eos(torch.stack(output, 1))
+        if ended.any():  # finished sentences leave the batch: the model never computes their rows again
+            keep = (~ended).nonzero().squeeze(1)
+            active, tokens, limits = active[keep], tokens[keep], limits[keep]
+            encoder_out, state = index_batch(encoder_out, keep), model.reorder_state(state, keep)
+    return strip_at_eos(output)
 
 
 NORMALIZATIONS = ("gnmt", "fairseq")
@@ -107,7 +111,6 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
     # The most a live hypothesis's normalised score can still become: its log-probability only falls, and with
     # alpha >= 0 the penalty grows with length, so dividing by the longest allowed length's penalty bounds it.
     best_penalty = length_penalty(limits + 1, cfg.length_penalty, cfg.length_normalization).to(device)[:, None]
-    rows = torch.arange(batch, device=device)[:, None] * k  # [B,1]: first row of each sentence in the B*k layout
 
     scores = torch.full((batch, k), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: one alive, so the first step does not pick duplicates
@@ -117,6 +120,15 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
     finished_tokens = torch.full((batch, k, steps), EOS_ID, dtype=torch.long, device=device)
     finished_count = torch.zeros(batch, dtype=torch.long, device=device)
     done = torch.zeros(batch, dtype=torch.bool, device=device)
+    answers = torch.full((batch, steps), EOS_ID, dtype=torch.long, device=device)
+    active = torch.arange(batch, device=device)  # the input index of each sentence still decoding
+
+    def answer(ended: torch.Tensor) -> None:
+        """The best finished hypothesis of each `ended` sentence is its answer (each has one: <eos> is forced at its
+        limit, and the loop ends there at the latest)."""
+        ended = ended.nonzero().squeeze(1)
+        answers[active[ended]] = finished_tokens[ended, finished_scores[ended].argmax(1)]
+
     for step in range(steps):
         logits, state, _ = model.decode_step(tokens, encoder_out, state)
         log_probs = forbid_eos_before_min_len(logits.float().log_softmax(-1), step, cfg).view(batch, k, -1)
@@ -158,10 +170,21 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
             done |= full & ~can_still_win
         if done.all():
             break
-        state = model.reorder_state(state, (rows + beam).view(-1))
+        rows = torch.arange(batch, device=device) * k  # [B]: the first row of each sentence in the state
+        if done.any():  # done sentences leave the batch: the model never computes their rows again
+            answer(done)
+            keep = (~done).nonzero().squeeze(1)
+            rows, tokens = rows[keep], tokens.view(batch, k)[keep].view(-1)
+            active, limits, best_penalty, scores, history, beam = (
+                x[keep] for x in (active, limits, best_penalty, scores, history, beam))
+            finished_scores, finished_tokens, finished_count, done = (
+                x[keep] for x in (finished_scores, finished_tokens, finished_count, done))
+            encoder_out = index_batch(encoder_out, (rows[:, None] + torch.arange(k, device=device)).view(-1))
+            batch = keep.size(0)
+        state = model.reorder_state(state, (rows[:, None] + beam).view(-1))
 
-    best = finished_scores.argmax(1)  # every sentence has finished at least once: <eos> is forced at its limit
-    return strip_at_eos(finished_tokens[torch.arange(batch, device=device), best])
+    answer(torch.ones_like(done))  # the sentences still in the batch: done, or at their length limit
+    return strip_at_eos(answers)
 
 
 def generate(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: DecodingConfig) -> list[list[int]]:

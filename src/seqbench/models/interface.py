@@ -18,8 +18,10 @@ Masks are boolean and True on real (non-pad) tokens.
 A model may update a state in place (the Transformer writes each step into preallocated key/value buffers), so only
 the state that decode_step or reorder_state returned last is valid: decode one branch per state.
 
-`indices` given to `reorder_state` never move a hypothesis to a different source sentence, so anything a model
-derives from `encoder_out` alone (e.g. cross-attention keys) may be kept out of the reordering.
+`indices` given to `reorder_state` never move a hypothesis to a different source sentence: either a beam's reordering
+(as many rows as before, each from a row of the same sentence), so anything a model derives from `encoder_out` alone
+(e.g. cross-attention keys) may be kept out of it, or fewer rows than before, when finished sentences leave the batch
+(the search selects `encoder_out` with the same indices): then the encoder-derived state must be selected as well.
 
 Attention rows are probability distributions over source positions: non-negative, zero on padding, summing to 1
 (architectures without attention return None).

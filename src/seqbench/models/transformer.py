@@ -310,9 +310,13 @@ class Transformer(Seq2Seq):
         return logits, state, torch.stack(weights, dim=1) if need_attention else None  # attention [B,L,H,S]
 
     def reorder_state(self, state: dict, indices: torch.Tensor) -> dict:
-        # Cross-attention keys/values depend only on the source sentence, which reordering never changes.
+        # Cross-attention keys/values depend only on the source sentence: a beam's reordering (same rows, same
+        # sentences) keeps them; only a batch that drops finished sentences selects them too.
+        cross_kv = state["cross_kv"]
+        if indices.size(0) != cross_kv[0][0].size(0):  # finished sentences left the batch: theirs go too
+            cross_kv = [(k.index_select(0, indices), v.index_select(0, indices)) for k, v in cross_kv]
         return {"step": state["step"], "self_kv": [cache.reorder(indices) for cache in state["self_kv"]],
-                "cross_kv": state["cross_kv"]}
+                "cross_kv": cross_kv}
 
     @classmethod
     def validate_config(cls, cfg) -> None:
