@@ -61,3 +61,28 @@ def test_every_family_gets_the_same_tuning_budget():
     assert shared["transformer"] == shared["rnn"] == shared["cnn"]
     assert len({(s["run_cap"], s["method"], s["metric"]["name"]) for s in sweeps.values()}) == 1
     assert {s["parameters"]["model"]["value"] for s in sweeps.values()} == {"transformer", "rnnsearch_small", "cnn"}
+
+
+def _leaves(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        out.update(_leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return out
+
+
+@pytest.mark.parametrize("model", ["transformer", "rnnsearch_small", "cnn"])
+def test_each_family_trains_with_its_searched_recipe(model):
+    """conf/recipe/<model>.yaml reaches the quickstart and the comparison presets that train the model, and
+    recipe=none removes it (the train.yaml defaults return)."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    from conftest import compose_train
+
+    recipe = _leaves(yaml.safe_load((ROOT / "src" / "seqbench" / "conf" / "recipe" / f"{model}.yaml").read_text()))
+    for preset in ([], ["experiment=arch_comparison"], ["experiment=equal_compute"]):
+        cfg = compose_train([*preset, f"model={model}"])
+        assert {key: OmegaConf.select(cfg, key) for key in recipe} == recipe, preset
+    plain = compose_train([f"model={model}", "recipe=none"])
+    assert {key: OmegaConf.select(plain, key) for key in recipe} != recipe
+    assert OmegaConf.select(plain, "scheduler.kind") == "inverse_sqrt" and plain.optimizer.lr == 4e-3
