@@ -66,9 +66,10 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg
         tokens = torch.where(step >= limits, torch.full_like(tokens, EOS_ID), tokens)
         output[active, step] = tokens
         ended = tokens == EOS_ID
-        if ended.all():
+        n_ended = int(ended.sum())  # the one host sync of a step
+        if n_ended == tokens.size(0):
             break
-        if ended.any():  # finished sentences leave the batch: the model never computes their rows again
+        if n_ended:  # finished sentences leave the batch: the model never computes their rows again
             keep = (~ended).nonzero().squeeze(1)
             active, tokens, limits = active[keep], tokens[keep], limits[keep]
             encoder_out, state = index_batch(encoder_out, keep), model.reorder_state(state, keep)
@@ -122,6 +123,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
     done = torch.zeros(batch, dtype=torch.bool, device=device)
     answers = torch.full((batch, steps), EOS_ID, dtype=torch.long, device=device)
     active = torch.arange(batch, device=device)  # the input index of each sentence still decoding
+    first_limit = int(limits.min())  # kept on the host: no device sync per step to ask whether a limit is reached
 
     def answer(ended: torch.Tensor) -> None:
         """The best finished hypothesis of each `ended` sentence is its answer (each has one: <eos> is forced at its
@@ -133,8 +135,8 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
         logits, state, _ = model.decode_step(tokens, encoder_out, state)
         log_probs = forbid_eos_before_min_len(logits.float().log_softmax(-1), step, cfg).view(batch, k, -1)
         vocab = log_probs.size(-1)
-        at_limit = step >= limits  # [B]: only <eos> may follow
-        if at_limit.any():  # (a full-vocabulary mask every step cost 5% of beam search)
+        if step >= first_limit:  # some sentence may only emit <eos> (masking every step cost 5% of beam search)
+            at_limit = step >= limits  # [B]
             eos_only = torch.full((vocab,), float("-inf"), device=device).index_fill(0, torch.tensor([EOS_ID],
                                                                                                  device=device), 0.0)
             log_probs = torch.where(at_limit[:, None, None], log_probs + eos_only, log_probs)
@@ -168,10 +170,11 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
         else:
             can_still_win = (scores / best_penalty).max(1).values > finished_scores[:, -1]
             done |= full & ~can_still_win
-        if done.all():
+        n_done = int(done.sum())  # the one host sync of a step
+        if n_done == batch:
             break
         rows = torch.arange(batch, device=device) * k  # [B]: the first row of each sentence in the state
-        if done.any():  # done sentences leave the batch: the model never computes their rows again
+        if n_done:  # done sentences leave the batch: the model never computes their rows again
             answer(done)
             keep = (~done).nonzero().squeeze(1)
             rows, tokens = rows[keep], tokens.view(batch, k)[keep].view(-1)
@@ -180,7 +183,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
             finished_scores, finished_tokens, finished_count, done = (
                 x[keep] for x in (finished_scores, finished_tokens, finished_count, done))
             encoder_out = index_batch(encoder_out, (rows[:, None] + torch.arange(k, device=device)).view(-1))
-            batch = keep.size(0)
+            batch, first_limit = keep.size(0), int(limits.min())
         state = model.reorder_state(state, (rows[:, None] + beam).view(-1))
 
     answer(torch.ones_like(done))  # the sentences still in the batch: done, or at their length limit
