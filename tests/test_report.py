@@ -259,13 +259,14 @@ def test_compute_to_target_reads_the_first_validation_at_or_above_each_target(tm
     get there are counted, not averaged; the report gets the table and the BLEU-vs-FLOPs plot, and runs without
     training FLOPs in their curve (older versions) get neither."""
     from seqbench.analysis.compute import compute_to_target
-    from seqbench.analysis.plots import plot_bleu_vs_flops
+    from seqbench.analysis.plots import plot_bleu_vs_flops, plot_headline
     from seqbench.report.markdown import markdown_compute_to_target
 
     multirun = make_multirun(tmp_path / "runs", labels=("transformer", "rnnsearch"), seeds=(1, 2), n_sentences=20)
     before = write_report([multirun], tmp_path / "before", n_samples=10)
     assert "Compute to a target BLEU" not in before.read_text()
     assert not (tmp_path / "before" / "bleu_vs_flops.png").exists()
+    assert not (tmp_path / "before" / "headline.png").exists()
 
     def curve(bleus, flops_per_step, seconds_per_step):
         return [{"step": 100 * (i + 1), "bleu": b, "nll": 1.0, "tokens_seen": 1e5 * (i + 1),
@@ -298,8 +299,15 @@ def test_compute_to_target_reads_the_first_validation_at_or_above_each_target(tm
     assert "| 1/2 |" in rnn_row and "| 0/2 | — | — | — |" in rnn_row
     fig = plot_bleu_vs_flops(groups, (80, 90))
     assert fig.axes[0].get_xscale() == "log" and len(fig.axes[0].get_lines()) == 4 + 2  # 4 runs, 2 target lines
+    per_flop, per_minute, per_length = plot_headline(groups).axes
+    assert per_flop.get_xscale() == "log" and len(per_flop.get_lines()) == 4
+    rnn_seed_2 = [line for line in per_minute.get_lines() if line.get_color() == "C1"][-1]
+    assert list(rnn_seed_2.get_xdata()) == pytest.approx([0.6 * 100 * (i + 1) / 60 for i in range(5)])
+    assert list(rnn_seed_2.get_ydata()) == [55, 79, 79.5, 79.9, 79.8]
+    assert sorted(per_length.get_legend_handles_labels()[1]) == ["rnnsearch", "transformer"]
 
     assert main([str(multirun), "--out", str(tmp_path / "after"), "--bootstrap", "10", "--target-bleu", "85"]) == 0
     text = (tmp_path / "after" / "report.md").read_text()
     assert "## Compute to a target BLEU" in text and "FLOPs to 85" in text and "FLOPs to 90" not in text
     assert (tmp_path / "after" / "bleu_vs_flops.png").stat().st_size > 1000
+    assert (tmp_path / "after" / "headline.png").stat().st_size > 1000 and "(headline.png)" in text

@@ -82,19 +82,28 @@ def _sweeper_values(params: dict) -> dict[str, list]:
 
 
 def test_transformer_shape_is_one_space_for_wandb_hydra_grid_and_optuna():
+    """The W&B file and Hydra's grid run the same shapes x seeds 1-3; Optuna searches the same shapes at one seed; all
+    three train with the same budget and the Transformer's tuned recipe (no schedule of their own)."""
     wandb = spec.load(ROOT / "sweeps" / "transformer_shape.yaml")
     space = {name: s["values"] for name, s in spec.searched(wandb).items()}
+    assert space["seed"] == [1, 2, 3]
+    recipe = yaml.safe_load((CONF_DIR / "recipe" / "transformer.yaml").read_text())
+    from_wandb = compose_train(spec.hydra_overrides(wandb, spec.corners(wandb)[0]))
+    assert from_wandb["optimizer"]["lr"] == recipe["optimizer"]["lr"]
+    assert {k: from_wandb["scheduler"][k] for k in recipe["scheduler"]} == recipe["scheduler"]
+    assert from_wandb["scheduler"]["total_steps"] == from_wandb["trainer"]["max_steps"] == 1000
     for preset in ("transformer_shape", "transformer_optuna"):
         text = yaml.safe_load((CONF_DIR / "hparams_search" / f"{preset}.yaml").read_text())
-        assert _sweeper_values(text["hydra"]["sweeper"]["params"]) == space, preset
+        expected = space if preset == "transformer_shape" else {k: v for k, v in space.items() if k != "seed"}
+        assert _sweeper_values(text["hydra"]["sweeper"]["params"]) == expected, preset
         # the same budget: the preset composes to what the W&B file's constants give
-        from_preset = compose_train([f"hparams_search={preset}"]) if preset == "transformer_shape" else None
-        from_wandb = compose_train(spec.hydra_overrides(wandb, spec.corners(wandb)[0]))
-        if from_preset is not None:
-            for key in ("trainer", "scheduler", "test", "task_name"):
+        if preset == "transformer_shape":
+            from_preset = compose_train([f"hparams_search={preset}"])
+            for key in ("trainer", "scheduler", "optimizer", "test", "task_name"):
                 assert from_preset[key] == from_wandb[key], key
         else:
-            for key in ("trainer", "scheduler", "test"):
+            assert "scheduler" not in text and "optimizer" not in text  # the recipe's, as for the grid
+            for key in ("trainer", "test"):
                 assert text[key] == {k: from_wandb[key][k] for k in text[key]} if key != "test" \
                     else text[key] == from_wandb[key], key
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from seqbench.analysis.summary import BY_LENGTH, Breakdown, bucket_series, summary_rows
 from seqbench.rundir.reader import Run
@@ -17,12 +18,8 @@ def label_colours(labels: list[str]) -> dict[str, str]:
     return {label: f"C{i % 10}" for i, label in enumerate(labels)}
 
 
-def plot_by_bucket(groups: dict[str, list[Run]], split: str = "test", breakdown: Breakdown = BY_LENGTH) -> Figure:
-    """A breakdown's score per bucket, one line per model with seed error bars; by source length this is Bahdanau
-    et al. 2015, Fig. 2, by dependency distance the targeted accuracy of Linzen et al. 2016."""
+def _draw_by_bucket(ax, groups: dict[str, list[Run]], split: str, breakdown: Breakdown) -> None:
     buckets, series = bucket_series(groups, split, breakdown)
-    fig = Figure(figsize=(7, 4.5), layout="constrained")
-    ax = fig.add_subplot()
     colours = label_colours(list(groups))
     for i, (label, stats) in enumerate(series.items()):
         xs = [x for x, stat in enumerate(stats) if stat.mean is not None]
@@ -31,8 +28,16 @@ def plot_by_bucket(groups: dict[str, list[Run]], split: str = "test", breakdown:
     ax.set_xticks(range(len(buckets)), buckets)
     ax.set_xlabel(breakdown.axis)
     ax.set_ylabel(f"{split} {breakdown.metric}")
-    ax.set_title(breakdown.title)
     ax.grid(alpha=0.3)
+
+
+def plot_by_bucket(groups: dict[str, list[Run]], split: str = "test", breakdown: Breakdown = BY_LENGTH) -> Figure:
+    """A breakdown's score per bucket, one line per model with seed error bars; by source length this is Bahdanau
+    et al. 2015, Fig. 2, by dependency distance the targeted accuracy of Linzen et al. 2016."""
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    _draw_by_bucket(ax, groups, split, breakdown)
+    ax.set_title(breakdown.title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: lines cross the whole width
     return fig
 
@@ -61,27 +66,43 @@ def plot_length_distance(table: dict, kind: str, score: str) -> Figure:
     return fig
 
 
+def _draw_curves(ax, groups: dict[str, list[Run]], x_of) -> None:
+    """Validation BLEU against x_of(curve point), one line per seed, one colour per model; points without an x
+    (runs of older versions lack training FLOPs) are left out."""
+    colours = label_colours(list(groups))
+    for label, runs in groups.items():
+        for i, run in enumerate(runs):
+            curve = [p for p in run.curve() if x_of(p) is not None]
+            if curve:
+                ax.plot([x_of(p) for p in curve], [p["bleu"] for p in curve], marker=".", color=colours[label],
+                        label=label if i == 0 else None)  # one legend entry per model
+    ax.grid(alpha=0.3, which="both")
+
+
+def _log_flops_axis(ax) -> None:
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels (2e12, 3e12, ...) overlap within one decade
+    ax.set_xlabel("training FLOPs (analytic, cumulative)")
+
+
+def _minutes(point: dict) -> float:
+    return point["train_seconds"] / 60
+
+
+def _flops(point: dict) -> float | None:
+    return point.get("train_flops") or None
+
+
 def plot_learning_curves(groups: dict[str, list[Run]]) -> Figure:
     """Validation BLEU against training time (validation excluded) and against target tokens seen; one line per
     seed, one colour per model."""
     fig = Figure(figsize=(11, 4.2), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
-    colours = label_colours(list(groups))
-    for label, runs in groups.items():
-        for i, run in enumerate(runs):
-            curve = run.curve()
-            if not curve:
-                continue
-            name = label if i == 0 else None  # one legend entry per model
-            axes[0].plot([p["train_seconds"] / 60 for p in curve], [p["bleu"] for p in curve], marker=".",
-                         color=colours[label], label=name)
-            axes[1].plot([p["tokens_seen"] / 1e6 for p in curve], [p["bleu"] for p in curve], marker=".",
-                         color=colours[label], label=name)
+    _draw_curves(axes[0], groups, _minutes)
+    _draw_curves(axes[1], groups, lambda p: p["tokens_seen"] / 1e6)
     axes[0].set_xlabel("training time (minutes, validation excluded)")
     axes[1].set_xlabel("target tokens seen (millions)")
     axes[0].set_ylabel("validation BLEU")
-    for ax in axes:
-        ax.grid(alpha=0.3)
     if axes[0].get_legend_handles_labels()[0]:
         axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle("Validation BLEU during training")
@@ -93,22 +114,35 @@ def plot_bleu_vs_flops(groups: dict[str, list[Run]], targets=()) -> Figure:
     with the target BLEUs of the compute-to-target table as dashed lines."""
     fig = Figure(figsize=(7.5, 4.5), layout="constrained")
     ax = fig.add_subplot()
-    colours = label_colours(list(groups))
-    for label, runs in groups.items():
-        for i, run in enumerate(runs):
-            curve = [p for p in run.curve() if p.get("train_flops")]
-            if curve:
-                ax.plot([p["train_flops"] for p in curve], [p["bleu"] for p in curve], marker=".",
-                        color=colours[label], label=label if i == 0 else None)
+    _draw_curves(ax, groups, _flops)
     for target in targets:
         ax.axhline(target, color="grey", linestyle="--", linewidth=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("training FLOPs (analytic, cumulative)")
+    _log_flops_axis(ax)
     ax.set_ylabel("validation BLEU")
     ax.set_title("Validation BLEU against training compute")
-    ax.grid(alpha=0.3, which="both")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right")
+    return fig
+
+
+def plot_headline(groups: dict[str, list[Run]], split: str = "test") -> Figure:
+    """The comparison in one figure, the three axes a reader weighs architectures on: validation BLEU per training
+    FLOP (machine-independent) and per training minute (this machine), one line per seed, and the split's BLEU by
+    source length (mean ± 95% CI over seeds)."""
+    fig = Figure(figsize=(15, 4.2), layout="constrained")
+    per_flop, per_minute, per_length = fig.subplots(1, 3)
+    _draw_curves(per_flop, groups, _flops)
+    _log_flops_axis(per_flop)
+    _draw_curves(per_minute, groups, _minutes)
+    per_minute.set_xlabel("training minutes (validation excluded)")
+    for ax in (per_flop, per_minute):
+        ax.set_ylabel("validation BLEU")
+    _draw_by_bucket(per_length, groups, split, BY_LENGTH)
+    per_flop.set_title("per FLOP")
+    per_minute.set_title("per minute")
+    per_length.set_title("per sentence length")
+    if per_length.get_legend_handles_labels()[0]:
+        per_length.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 

@@ -18,6 +18,7 @@ from seqbench.analysis.plots import (
     attention_figures,
     plot_bleu_vs_flops,
     plot_by_bucket,
+    plot_headline,
     plot_learning_curves,
     plot_length_distance,
     plot_throughput,
@@ -63,7 +64,8 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     breakdowns = present_breakdowns(groups, split)
     figures = {**{b.name: plot_by_bucket(groups, split, b) for b in breakdowns},
                "learning_curves": plot_learning_curves(groups), "throughput": plot_throughput(groups, split),
-               **({"bleu_vs_flops": plot_bleu_vs_flops(groups, targets)} if has_compute_curves(groups) else {}),
+               **({"bleu_vs_flops": plot_bleu_vs_flops(groups, targets), "headline": plot_headline(groups, split)}
+                  if has_compute_curves(groups) else {}),
                **dict(attention_figures(groups))}
     for name, fig in figures.items():
         fig.savefig(out / f"{name}.png", dpi=120)
@@ -126,6 +128,8 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
             "that reached the target (`seeds ≥`).", "",
             markdown_compute_to_target(compute_to_target(groups, targets)), "",
             "![Validation BLEU against training FLOPs](bleu_vs_flops.png)", "",
+            "Per FLOP, per minute and per sentence length in one figure:", "",
+            "![BLEU per training FLOP, per training minute and by sentence length](headline.png)", "",
         ]
     attention = [name for name in figures if name.startswith("attention_")]
     if attention:
