@@ -86,3 +86,23 @@ def test_each_family_trains_with_its_searched_recipe(model):
     plain = compose_train([f"model={model}", "recipe=none"])
     assert {key: OmegaConf.select(plain, key) for key in recipe} != recipe
     assert OmegaConf.select(plain, "scheduler.kind") == "inverse_sqrt" and plain.optimizer.lr == 4e-3
+
+
+@pytest.mark.parametrize("preset, models", [
+    ("rnn_vs_attention", ["model=rnnencdec", "model=rnnsearch_small"]),
+    ("rnn_vs_attention_longrange", ["model=rnnencdec"]),
+    ("luong_variants", [f"model.attention={a}" for a in ("luong_dot", "luong_general", "luong_concat", "bahdanau")]),
+])
+def test_rnn_presets_train_every_model_with_the_rnn_familys_recipe(preset, models):
+    """The attention ablations share one recipe, the RNN family's searched one, so attention is their only
+    difference: RNNenc too, which has no search of its own."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    from conftest import compose_train
+
+    recipe = _leaves(yaml.safe_load((ROOT / "src" / "seqbench" / "conf" / "recipe" / "rnnsearch_small.yaml")
+                                    .read_text()))
+    for model in models:
+        cfg = compose_train([f"experiment={preset}", model])
+        assert {key: OmegaConf.select(cfg, key) for key in recipe} == recipe, (preset, model)
