@@ -392,3 +392,12 @@ def test_summary_cells_keep_a_learning_rates_digits():
 
     assert [_fmt(v) for v in (0.000853825, 0.0063, 0.3, 30.97, 1644544.0, 1000, None)] == [
         "0.000854", "0.0063", "0.30", "30.97", "1,644,544", "1,000", "—"]
+
+
+def test_sweep_report_says_when_trials_shared_the_machine():
+    from seqbench.report.sweep import _sharing_note
+
+    assert _sharing_note({"parallel": 1, "threads_per_trial": 2}) == ""
+    assert _sharing_note({"threads_per_trial": 2}) == ""  # summaries written before --parallel existed
+    note = _sharing_note({"parallel": 2, "threads_per_trial": 1})
+    assert "2 at a time with 1 thread(s) each" in note and "not speeds measured alone" in note

@@ -165,6 +165,15 @@ def plot_pareto(rows: list[dict], axes: list[str]) -> Figure:
     return fig
 
 
+def _sharing_note(summary: dict) -> str:
+    """Trials that ran side by side shared the machine: their tokens/s are not a speed on their own."""
+    parallel = summary.get("parallel") or 1
+    if parallel == 1:
+        return ""
+    return (f" Trials ran {parallel} at a time with {summary.get('threads_per_trial')} thread(s) each, sharing the "
+            "machine: tokens/s (and the Pareto front) compare trials of this sweep, not speeds measured alone.")
+
+
 def write_sweep_report(sweep_dir: str | Path, out: str | Path) -> Path:
     """report.md with the configurations table and the sweep's figures (PNG) in `out`; returns report.md's path."""
     out = Path(out)
@@ -195,7 +204,7 @@ def write_sweep_report(sweep_dir: str | Path, out: str | Path) -> Path:
              f"{len(summary['trials'])} trials ({', '.join(f'{n} {s}' for s, n in states.items())}), "
              f"{len(rows)} configurations, wall time {summary['wall_seconds'] / 60:.1f} min. "
              "Values: mean ± 95% confidence interval over seeds; validation BLEU of the trial's final validation; "
-             "training target tokens/s in the steady state.", "", table, ""]
+             "training target tokens/s in the steady state." + _sharing_note(summary), "", table, ""]
     titles = {"heatmap": f"{' x '.join(axes[:2])}", "lines": "over the last parameter", "pareto": "Pareto front"}
     lines += [f"![{titles[name]}]({name}.png)" for name in figures] + [""]
     failed = [t for t in summary["trials"] if t["state"] != "complete"]
