@@ -311,3 +311,4 @@ def test_compute_to_target_reads_the_first_validation_at_or_above_each_target(tm
     assert "## Compute to a target BLEU" in text and "FLOPs to 85" in text and "FLOPs to 90" not in text
     assert (tmp_path / "after" / "bleu_vs_flops.png").stat().st_size > 1000
     assert (tmp_path / "after" / "headline.png").stat().st_size > 1000 and "(headline.png)" in text
+    assert "| ../runs/" in text and str(tmp_path) not in text  # run directories relative to the report's folder

@@ -11,6 +11,7 @@ csv/metrics.csv), {hypotheses,references,sources}.test.txt and attention.pt. Oth
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from seqbench.analysis.compute import DEFAULT_TARGETS, compute_to_target, has_compute_curves
@@ -40,6 +41,11 @@ from seqbench.report.markdown import (
     markdown_table,
 )
 from seqbench.rundir.reader import load_runs
+
+
+def _from(out: Path, run_path: Path) -> str:
+    """A run directory as a link from the report's folder: a committed report (docs/results/) stays valid anywhere."""
+    return os.path.relpath(run_path, out)
 
 
 def write_report(paths: list[str | Path], out: str | Path, split: str = "test", n_samples: int = 1000,
@@ -139,7 +145,7 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         for run in members:
             bleu = run.results.get(split, {}).get("bleu")
             seed = "—" if run.seed is None else run.seed
-            lines.append(f"| {label} | {seed} | {'—' if bleu is None else f'{bleu:.2f}'} | {run.path} |")
+            lines.append(f"| {label} | {seed} | {'—' if bleu is None else f'{bleu:.2f}'} | {_from(out, run.path)} |")
     if unfinished:
         lines += ["", "## Runs that did not complete", "",
                   "Left out of every table and plot above. `interrupted`: rerun with `hydra.run.dir=<directory>` to "
@@ -149,7 +155,7 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
             r = run.results
             reason = str(r.get("error", "")).replace("|", "\\|")
             lines.append(f"| {r.get('label', '—')} | {run.seed} | {run.status} | {r.get('phase', '—')} | "
-                         f"{'—' if r.get('step') is None else r['step']} | {reason} | {run.path} |")
+                         f"{'—' if r.get('step') is None else r['step']} | {reason} | {_from(out, run.path)} |")
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
