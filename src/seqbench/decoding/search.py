@@ -124,6 +124,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
     answers = torch.full((batch, steps), EOS_ID, dtype=torch.long, device=device)
     active = torch.arange(batch, device=device)  # the input index of each sentence still decoding
     first_limit = int(limits.min())  # kept on the host: no device sync per step to ask whether a limit is reached
+    eos_only = None  # [V]: 0 for <eos>, -inf elsewhere; built once, at the first step where a limit is reached
 
     def answer(ended: torch.Tensor) -> None:
         """The best finished hypothesis of each `ended` sentence is its answer (each has one: <eos> is forced at its
@@ -137,8 +138,9 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
         vocab = log_probs.size(-1)
         if step >= first_limit:  # some sentence may only emit <eos> (masking every step cost 5% of beam search)
             at_limit = step >= limits  # [B]
-            eos_only = torch.full((vocab,), float("-inf"), device=device).index_fill(0, torch.tensor([EOS_ID],
-                                                                                                 device=device), 0.0)
+            if eos_only is None:
+                eos_only = torch.full((vocab,), float("-inf"), device=device)
+                eos_only[EOS_ID] = 0.0
             log_probs = torch.where(at_limit[:, None, None], log_probs + eos_only, log_probs)
         candidates = (scores[:, :, None] + log_probs).view(batch, k * vocab)
         top_scores, top = candidates.topk(min(2 * k, k * vocab), dim=1)  # [B,2k], best first
