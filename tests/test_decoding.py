@@ -110,3 +110,26 @@ def test_finished_sentences_leave_the_batch_without_changing_any_answer(case, be
     assert rows_seen[-1] < rows_seen[0] == len(lengths) * beam, rows_seen
     alone = [generate(model, src[i:i + 1, :n], mask[i:i + 1, :n], cfg)[0] for i, n in enumerate(lengths)]
     assert together == alone
+
+
+@pytest.mark.parametrize("stop_early", [True, False])
+def test_a_sentence_stops_once_its_best_finished_hypothesis_cannot_be_beaten(stop_early):
+    """<eos> is near-certain at the first step and near-impossible after it (as an untrained model's beams that
+    repeat one word): the empty hypothesis finishes at step 0 and no live one can come close, so the search stops
+    there. Without that rule only one hypothesis would have finished until the length limit forces <eos>, and the
+    live beams would run all 31 steps to reach the same answer."""
+    model = build_tiny_model("transformer", tgt_vocab=TINY_VOCAB)
+    src, mask, _ = random_batch(lengths=(3, 5))
+    steps, decode_step = [], model.decode_step
+
+    def eos_first_step(tokens, encoder_out, state, **kwargs):
+        logits, state, attention = decode_step(tokens, encoder_out, state, **kwargs)
+        eos_bonus = 8.0 if not steps else -20.0  # finite: <eos> can still be forced at the limit
+        steps.append(tokens.size(0))
+        return logits.index_add(1, torch.tensor([EOS_ID]), torch.full((logits.size(0), 1), eos_bonus)), state, \
+            attention
+
+    model.decode_step = eos_first_step
+    cfg = DecodingConfig(beam_size=3, length_penalty=0.6, max_len_a=0.0, max_len_b=30, stop_early=stop_early)
+    assert beam_search(model, src, mask, cfg) == [[], []]
+    assert len(steps) == 1, steps

@@ -100,8 +100,10 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
     with its length-normalised score (score / length_penalty); the best k candidates that do not end in <eos> are
     the next live hypotheses, so finished ones never occupy a beam slot. A sentence is done when k hypotheses have
     finished (`cfg.stop_early`), or, with stop_early=False, once no live hypothesis can still beat the k-th finished
-    one after normalisation (its score can only fall; its normaliser can at most reach the length limit's). At its
-    length limit a sentence may only emit <eos>, so every sentence finishes. The answer is the best finished
+    one after normalisation (its score can only fall; its normaliser can at most reach the length limit's). Either way
+    it is also done as soon as no live hypothesis can still beat its best finished one: the answer is then settled,
+    so stopping changes no answer, only the work. At its length limit a sentence may only emit <eos>, so every
+    sentence finishes. The answer is the best finished
     hypothesis by normalised score. With beam_size=1 this is exactly greedy search.
     """
     k, batch, device = cfg.beam_size, src.size(0), src.device
@@ -167,11 +169,14 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
         scores, tokens = live_scores, tokens.view(-1)
 
         full = finished_count >= k
+        best_live = (scores / best_penalty).max(1).values  # the most any live hypothesis can still score
         if cfg.stop_early:
             done |= full
         else:
-            can_still_win = (scores / best_penalty).max(1).values > finished_scores[:, -1]
-            done |= full & ~can_still_win
+            done |= full & ~(best_live > finished_scores[:, -1])
+        # No live hypothesis can still beat the best finished one: that one is the answer whatever follows, so the
+        # sentence stops here (an untrained model's live beams would otherwise repeat a word to the length limit).
+        done |= best_live < finished_scores[:, 0]
         n_done = int(done.sum())  # the one host sync of a step
         if n_done == batch:
             break
