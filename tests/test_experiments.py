@@ -75,19 +75,16 @@ def test_sweep_jobs_compose_and_validate(experiment):
         assert cfg.trainer.accelerator == "gpu"
 
 
-# Per-run time beyond trainer.max_time on the reference 2-core CPU: startup, the final validation, test decoding of
-# the 1,050-sentence synthetic test set and the throughput measurements. Measured: 36-42 s for RNN runs; a model
-# that translates badly takes longer (129 s for a 16-BLEU Transformer whose beam hypotheses ran to the length limit),
-# so this checks the budget arithmetic; the README gives the measured wall time of each preset.
-RUN_OVERHEAD_S = 40
-# Every CPU preset, three seeds per model, is sized to take about 2 hours on the synthetic task (its update budget);
-# its wall-clock guards (trainer.max_time, about twice each run's time) bound the worst case, a slow or busy machine,
-# to 4.5 hours. Runs resume from their run directory, so a preset can be split across sessions.
-CPU_PRESET_LIMIT_S = 270 * 60
-# The real-text preset runs the synthetic preset's update budget with 8,000 subwords per side instead of 1,000, which
-# makes an RNNsearch update about 1.75x dearer: one seed of its four runs took 94 minutes on a 2-core CPU
-# (docs/experiments/rnn_vs_attention_bible.md), so three take about 4.5 hours and its guards bound it to 8.5.
-PRESET_LIMIT_S = {"rnn_vs_attention_bible": 510 * 60}
+# The slowest run of each CPU preset, in minutes of training on the 2-core reference CPU with nothing else running
+# (the presets' comments and docs/experiments/ give the measurements). Each preset is sized so that its runs, three
+# seeds per model, take about 2 hours (the Bible preset: about 4.5); runs resume from their run directory, so a preset
+# can be split across sessions.
+SLOWEST_RUN_MINUTES = {"arch_comparison": 4, "luong_variants": 10, "equal_compute": 23, "position_extrapolation": 9,
+                       "rnn_vs_attention": 14, "rnn_vs_attention_longrange": 14, "rnn_vs_attention_bible": 30}
+# trainer.max_time guards against a stuck run; it must not become the budget. A guard of about twice the run's time
+# stopped RNNsearch-50 at update 1,509 of 2,200 while tests shared the two cores (2026-12-02), so every guard is 3-5x
+# the slowest run: loose enough for a machine shared with other work, tight enough to end a stuck run the same day.
+GUARD_FACTOR = (3.0, 5.0)
 MIN_SEEDS = 3  # a one-seed difference is a hypothesis: every comparison preset runs three seeds per model
 
 
@@ -97,12 +94,11 @@ def _seconds(max_time: str) -> int:
 
 
 @pytest.mark.parametrize("experiment", [e for e in EXPERIMENTS if not e.endswith("_gpu")])
-def test_cpu_preset_fits_its_time_limit(experiment):
+def test_cpu_preset_guards_are_a_few_times_its_slowest_run(experiment):
     jobs = [_compose(o) for o in _jobs(experiment)]
-    assert all(c.trainer.max_time for c in jobs), "a CPU preset is bounded by wall time"
-    total = sum(_seconds(c.trainer.max_time) + RUN_OVERHEAD_S for c in jobs)
-    limit = PRESET_LIMIT_S.get(experiment, CPU_PRESET_LIMIT_S)
-    assert total <= limit, f"{experiment}: {len(jobs)} runs need about {total / 60:.0f} minutes"
+    assert all(c.trainer.max_time for c in jobs), "a CPU preset is guarded by wall time"
+    factor = max(_seconds(c.trainer.max_time) for c in jobs) / (60 * SLOWEST_RUN_MINUTES[experiment])
+    assert GUARD_FACTOR[0] <= factor <= GUARD_FACTOR[1], f"{experiment}: the guard is {factor:.1f}x the slowest run"
 
 
 @pytest.mark.parametrize("experiment", [e for e in EXPERIMENTS if not e.endswith("_gpu")])

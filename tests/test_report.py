@@ -312,3 +312,20 @@ def test_compute_to_target_reads_the_first_validation_at_or_above_each_target(tm
     assert (tmp_path / "after" / "bleu_vs_flops.png").stat().st_size > 1000
     assert (tmp_path / "after" / "headline.png").stat().st_size > 1000 and "(headline.png)" in text
     assert "| ../runs/" in text and str(tmp_path) not in text  # run directories relative to the report's folder
+
+
+def test_a_run_cut_short_by_its_wall_clock_guard_is_flagged(tmp_path):
+    """A run that stopped on trainer.max_time before its update budget completed, but not at the budget the others
+    had: the report warns above the table and marks its updates in the Runs table; runs at their budget are not."""
+    from seqbench.rundir.results import read_results, write_results
+
+    runs = make_multirun(tmp_path / "sweep", labels=("transformer",), seeds=(1, 2), n_sentences=30)
+    for run_dir, steps, stopped_by in ((runs / "0", 1509, "max_time"), (runs / "1", 2200, "max_steps")):
+        record = read_results(run_dir)
+        record["train"] = {"steps": steps, "max_steps": 2200, "stopped_by": stopped_by}
+        write_results(record, run_dir)
+    text = write_report([runs], tmp_path / "out", n_samples=50).read_text()
+    warning = next(line for line in text.splitlines() if line.startswith("**Warning"))
+    assert "1 run stopped on the wall-clock guard" in warning and "../sweep/0" in warning
+    assert "../sweep/1" not in warning
+    assert "| transformer | 1 | 1,509 of 2,200 (max_time) |" in text and "| transformer | 2 | 2,200 |" in text

@@ -46,6 +46,7 @@ def test_every_family_records_the_scores_of_its_own_hypotheses(tmp_path, model):
     record = read_results(run_dir)
     assert record["schema_version"] == SCHEMA_VERSION and record["status"] == "completed"
     assert record["model"]["name"] == model.split("_")[0] and record["train"]["steps"] == 4
+    assert record["train"]["max_steps"] == 4 and record["train"]["stopped_by"] == "max_steps"
     for split in ("valid", "test"):
         bleu, chrf = _scores_of_files(run_dir, split)
         assert record[split]["bleu"] == pytest.approx(bleu) and record[split]["chrf"] == pytest.approx(chrf)
@@ -104,7 +105,7 @@ def test_a_cosine_schedule_with_an_epoch_budget_decays_over_those_epochs(tmp_pat
                                                  "trainer.log_every_n_steps=1"])
     with open(tmp_path / "run" / "csv" / "metrics.csv", newline="") as f:
         lrs = [float(row["lr-AdamW"]) for row in csv.DictReader(f) if row.get("lr-AdamW")]
-    assert record["train"]["steps"] == len(lrs) > 2
+    assert record["train"]["steps"] == len(lrs) > 2 and record["train"]["stopped_by"] == "max_epochs"
     assert lrs[0] == pytest.approx(0.01) and lrs[-1] < 0.01 * 0.1 and lrs == sorted(lrs, reverse=True)
     assert 0.3 * 0.01 < lrs[len(lrs) // 2] < 0.7 * 0.01  # a half-way lr: the decay spans the run, not one update
 
@@ -118,10 +119,21 @@ def test_early_stopping_ends_training_when_validation_bleu_stops_improving(tmp_p
         "callbacks.early_stopping.patience=1", "callbacks.early_stopping.min_delta=100", "trainer.max_steps=40",
         "trainer.check_val_every_n_epoch=null", "trainer.val_check_interval=2", "data.max_tokens=256"])
     assert record["train"]["steps"] == 4 and [point["step"] for point in record["curve"]] == [2, 4]
+    assert record["train"]["stopped_by"] == "early_stopping"
     flops = [point["train_flops"] for point in record["curve"]]
     assert 0 < flops[0] < flops[1] == pytest.approx(record["throughput"]["train_flops"])
     assert record["config"]["callbacks"]["model_checkpoint"]["monitor"] == "val/bleu"
     assert record["config"]["callbacks"]["early_stopping"]["_target_"].endswith("EarlyStopping")
+
+
+def test_a_run_stopped_by_its_wall_clock_guard_says_so(tmp_path):
+    """trainer.max_time ends training after a second, far short of the update budget: the record says the clock,
+    not the budget, stopped it (the report flags such runs), and the stop's weights are still validated and kept."""
+    record = train_in_process(tmp_path / "run", [*TINY, *TINY_MODELS["transformer"], "test=false",
+                                                 "trainer.max_steps=100000", "trainer.max_epochs=-1",
+                                                 "trainer.max_time=00:00:00:01"])
+    assert record["train"]["stopped_by"] == "max_time" and 0 < record["train"]["steps"] < 100000
+    assert record["curve"][-1]["step"] == record["train"]["steps"]
 
 
 @pytest.mark.integration

@@ -48,6 +48,28 @@ def _from(out: Path, run_path: Path) -> str:
     return os.path.relpath(run_path, out)
 
 
+def _cut_short(run) -> bool:
+    """The run stopped on its wall-clock guard (trainer.max_time) before its update budget."""
+    return run.results.get("train", {}).get("stopped_by") == "max_time"
+
+
+def _updates(run) -> str:
+    train = run.results.get("train", {})
+    if train.get("steps") is None:
+        return "—"
+    return f"{train['steps']:,}" + (f" of {train['max_steps']:,} (max_time)" if _cut_short(run) else "")
+
+
+def _cut_short_warning(runs, out: Path) -> list[str]:
+    cut = [run for run in runs if _cut_short(run)]
+    if not cut:
+        return []
+    where = ", ".join(_from(out, run.path) for run in cut)
+    return [f"**Warning: {len(cut)} run{'s' * (len(cut) != 1)} stopped on the wall-clock guard (trainer.max_time) "
+            f"before the update budget ({where}): their scores are not at the budget the others had. Resume each "
+            "with a looser guard (`hydra.run.dir=<directory> trainer.max_time=...`) to finish its updates.**", ""]
+
+
 def write_report(paths: list[str | Path], out: str | Path, split: str = "test", n_samples: int = 1000,
                  external: dict[str, str | Path] | None = None, targets=DEFAULT_TARGETS) -> Path:
     """Writes report.md and the PNGs into `out`; returns the path of report.md. `external`: {name: hypothesis file}
@@ -83,6 +105,7 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         f"{len(runs)} runs, {len(groups)} models: "
         + ", ".join(f"{r['label']} ({len(r['seeds'])} seed{'s' * (len(r['seeds']) != 1)})" for r in rows) + ".", "",
         markdown_table(rows, tests, seed_tests, n_samples), "",
+        *_cut_short_warning(runs, out),
         f"Values are means ± the 95% confidence interval over seeds (Student's t; one seed: the value alone). BLEU "
         f"and chrF are sacreBLEU ({signature}). `p vs {best} (seeds)`: a two-sided bootstrap ({n_samples} "
         "resamples) of the difference in mean BLEU that resamples seeds and test sentences together, so training "
@@ -140,12 +163,13 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     attention = [name for name in figures if name.startswith("attention_")]
     if attention:
         lines += ["## Attention", ""] + [f"![{name}]({name}.png)" for name in attention] + [""]
-    lines += ["## Runs", "", "| model | seed | test BLEU | directory |", "|---|---|---|---|"]
+    lines += ["## Runs", "", "| model | seed | updates | test BLEU | directory |", "|---|---|---|---|---|"]
     for label, members in groups.items():
         for run in members:
             bleu = run.results.get(split, {}).get("bleu")
             seed = "—" if run.seed is None else run.seed
-            lines.append(f"| {label} | {seed} | {'—' if bleu is None else f'{bleu:.2f}'} | {_from(out, run.path)} |")
+            lines.append(f"| {label} | {seed} | {_updates(run)} | {'—' if bleu is None else f'{bleu:.2f}'} | "
+                         f"{_from(out, run.path)} |")
     if unfinished:
         lines += ["", "## Runs that did not complete", "",
                   "Left out of every table and plot above. `interrupted`: rerun with `hydra.run.dir=<directory>` to "

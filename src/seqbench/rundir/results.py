@@ -47,7 +47,10 @@ Schema version 1 (fields are added, never renamed, without a version bump):
   memory           {"cpu_rss_peak_mb" (peak resident memory of the process during the run),
                     "cuda_max_allocated_mb" (max CUDA memory allocated during the run; null on CPU)}
   train            {"wall_time_s", "steps", "epochs" (updates x accumulation / batches per epoch: passes over the
-                   training data, fractional when training stopped mid-epoch), "best_checkpoint"}
+                   training data, fractional when training stopped mid-epoch), "max_steps" (the update budget;
+                   -1: none), "stopped_by" (what ended training: "max_steps", "early_stopping", "max_epochs" or
+                   "max_time", the wall-clock guard, which the report flags; null with train=false),
+                   "best_checkpoint"}
   curve            [{"step", "bleu", "nll", "tokens_seen", "train_seconds", "train_flops"}]: every validation during
                    training (the val/* metrics; "bleu", decoded with module.val_beam_size, absent when
                    module.val_bleu=false), so learning curves need no logger

@@ -10,7 +10,8 @@ from pathlib import Path
 import lightning as L
 import torch
 from hydra.utils import instantiate
-from lightning.pytorch.callbacks import LearningRateMonitor
+from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor, Timer
+from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from omegaconf import DictConfig, OmegaConf
 
 from seqbench.common.errors import InputError, one_line
@@ -186,8 +187,9 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
             trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint_in, weights_only=True)
         checkpoint = trainer.checkpoint_callback
         best = checkpoint.best_model_path if checkpoint is not None and checkpoint.best_model_path else None
+        stopped_by = _stopped_by(trainer)  # now: evaluating a checkpoint restores its callbacks' earlier states
     else:
-        best = checkpoint_in  # evaluate exactly the checkpoint given
+        best, stopped_by = checkpoint_in, None  # evaluate exactly the checkpoint given
     fit_seconds = time.perf_counter() - fit_started
 
     with guard.phase_of_run("validation", lightning=True):
@@ -214,6 +216,7 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
                "param_budget": cfg.compare.param_budget},
         throughput=throughput.summary(trainer.world_size) if throughput else {}, measurements=measurements,
         train={"wall_time_s": fit_seconds, "steps": trainer.global_step, "epochs": _epochs_trained(trainer),
+               "max_steps": trainer.max_steps, "stopped_by": stopped_by,
                "best_checkpoint": best},
         curve=curve.points if curve else [], wall_time_s=time.perf_counter() - started, seed=cfg.seed,
         device=torch.cuda.get_device_name(device) if device.type == "cuda" else str(device),
@@ -225,6 +228,20 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
         log_run_summary(trainer.loggers, results, run_dir, trainer.global_step)
         _print_summary(results)
     return results
+
+
+def _stopped_by(trainer) -> str:
+    """What ended training: "max_steps" (the update budget), "early_stopping", "max_time" (the wall-clock guard: the
+    run did not get its budget, and the report says so) or "max_epochs"."""
+    if 0 < trainer.max_steps <= trainer.global_step:
+        return "max_steps"
+    if any(isinstance(c, EarlyStopping) and c.stopping_reason != EarlyStoppingReason.NOT_STOPPED
+           for c in trainer.callbacks):
+        return "early_stopping"
+    timer = next((c for c in trainer.callbacks if isinstance(c, Timer)), None)
+    if timer is not None and (timer.time_remaining() or 0.0) <= 0:
+        return "max_time"
+    return "max_epochs"
 
 
 def _epochs_trained(trainer) -> float | None:
