@@ -239,7 +239,8 @@ def _stopped_by(trainer) -> str:
            for c in trainer.callbacks):
         return "early_stopping"
     timer = next((c for c in trainer.callbacks if isinstance(c, Timer)), None)
-    if timer is not None and (timer.time_remaining() or 0.0) <= 0:
+    remaining = timer.time_remaining() if timer is not None else None  # None: no duration, nothing to run out
+    if remaining is not None and remaining <= 0:
         return "max_time"
     return "max_epochs"
 
