@@ -329,3 +329,20 @@ def test_a_run_cut_short_by_its_wall_clock_guard_is_flagged(tmp_path):
     assert "1 run stopped on the wall-clock guard" in warning and "../sweep/0" in warning
     assert "../sweep/1" not in warning
     assert "| transformer | 1 | 1,509 of 2,200 (max_time) |" in text and "| transformer | 2 | 2,200 |" in text
+
+
+def test_timings_taken_while_other_work_shared_the_cpu_are_flagged(tmp_path):
+    """A run whose 1-minute load average rose above its own threads (plus a margin) was timed on a shared CPU: the
+    report says its timings are not the model's. A run at its own threads' load, and one that recorded no load
+    (an OS without a load average), are not flagged."""
+    from seqbench.rundir.results import read_results, write_results
+
+    runs = make_multirun(tmp_path / "sweep", labels=("transformer",), seeds=(1, 2, 3), n_sentences=30)
+    for job, load in (("0", 3.1), ("1", 2.3), ("2", None)):
+        record = read_results(runs / job)
+        record["threads"], record["throughput"]["load_average_max"] = 2, load
+        write_results(record, runs / job)
+    text = write_report([runs], tmp_path / "out", n_samples=50).read_text()
+    warning = next(line for line in text.splitlines() if line.startswith("**Timings"))
+    assert "1 run trained while other work shared the CPU" in warning and "../sweep/0 (load 3.1, 2 threads)" in warning
+    assert "../sweep/1" not in warning and "../sweep/2" not in warning

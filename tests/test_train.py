@@ -40,7 +40,8 @@ def _scores_of_files(run_dir: Path, split: str) -> tuple[float, float]:
 
 
 @pytest.mark.parametrize("model", FAMILIES)
-def test_every_family_records_the_scores_of_its_own_hypotheses(tmp_path, model):
+def test_every_family_records_the_scores_of_its_own_hypotheses(tmp_path, model, monkeypatch):
+    monkeypatch.setattr(os, "getloadavg", lambda: (5.5, 1.0, 1.0))
     run_dir = tmp_path / "run"
     results = train_in_process(run_dir, [*TINY, *TINY_MODELS[model]])
     record = read_results(run_dir)
@@ -57,6 +58,7 @@ def test_every_family_records_the_scores_of_its_own_hypotheses(tmp_path, model):
     # tied weights (the Transformer's output layer and target embedding) share one storage in the checkpoint
     assert record["parameters"] == sum({w.untyped_storage().data_ptr(): w.numel() for w in weights}.values())
     assert record["throughput"]["measured_steps"] == 4 - 2  # debug=limit excludes 2 warm-up steps
+    assert record["throughput"]["load_average_max"] == 5.5  # the machine's load while the steps were timed
     assert record["seed"] == 42 and record["threads"] == 1 and record["versions"]["torch"] == torch.__version__
     assert results["test"] == record["test"]
 

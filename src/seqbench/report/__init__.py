@@ -60,6 +60,27 @@ def _updates(run) -> str:
     return f"{train['steps']:,}" + (f" of {train['max_steps']:,} (max_time)" if _cut_short(run) else "")
 
 
+# The 1-minute load average a timed run may reach beyond its own torch threads before its timings count as shared:
+# a run's Python and Lightning work adds a little, another training process at least one thread's worth.
+SHARED_LOAD_MARGIN = 0.75
+
+
+def _timed_while_shared(run) -> bool:
+    load, threads = run.results.get("throughput", {}).get("load_average_max"), run.results.get("threads")
+    return load is not None and threads is not None and load > threads + SHARED_LOAD_MARGIN
+
+
+def _shared_timing_warning(runs, out: Path) -> list[str]:
+    shared = [run for run in runs if _timed_while_shared(run)]
+    if not shared:
+        return []
+    where = ", ".join(f"{_from(out, run.path)} (load {run.results['throughput']['load_average_max']:.1f}, "
+                      f"{run.results['threads']} thread{'s' * (run.results['threads'] != 1)})" for run in shared)
+    return [f"**Timings: {len(shared)} run{'s' * (len(shared) != 1)} trained while other work shared the CPU (the "
+            f"1-minute load average rose above the run's own threads: {where}). Their tokens/s, steps/s, MFU and "
+            "minutes are not measurements of the model alone; BLEU under the update budget is unaffected.**", ""]
+
+
 def _cut_short_warning(runs, out: Path) -> list[str]:
     cut = [run for run in runs if _cut_short(run)]
     if not cut:
@@ -106,6 +127,7 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         + ", ".join(f"{r['label']} ({len(r['seeds'])} seed{'s' * (len(r['seeds']) != 1)})" for r in rows) + ".", "",
         markdown_table(rows, tests, seed_tests, n_samples), "",
         *_cut_short_warning(runs, out),
+        *_shared_timing_warning(runs, out),
         f"Values are means ± the 95% confidence interval over seeds (Student's t; one seed: the value alone). BLEU "
         f"and chrF are sacreBLEU ({signature}). `p vs {best} (seeds)`: a two-sided bootstrap ({n_samples} "
         "resamples) of the difference in mean BLEU that resamples seeds and test sentences together, so training "

@@ -21,9 +21,11 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                    scores of greedy decoding) when module.test_greedy is set and the beam is wider than 1
   throughput       {"target_tokens_per_s" (non-pad target tokens, fairseq's wps), "src_tgt_tokens_per_s",
                     "steps_per_s", "measured_steps", "warmup_steps_excluded"} over the steady state (after warm-up,
-                   validation excluded); "tokens_seen" (non-pad target tokens), "train_seconds" (validation
-                   excluded) and "train_flops" (analytic: 3x the model's forward FLOPs per target token at each
-                   batch's mean lengths, times its target tokens) over all of training; "epoch_times_s" (complete
+                   validation excluded), with "load_average_max" (the highest 1-minute load average read while
+                   those steps were timed; above the run's threads, other work shared the CPU); "tokens_seen"
+                   (non-pad target tokens), "train_seconds" (validation excluded) and "train_flops" (analytic:
+                   3x the model's forward FLOPs per target token at each batch's mean lengths, times its target
+                   tokens) over all of training; "epoch_times_s" (complete
                    epochs, validation excluded) and their mean "time_per_epoch_s" (null when no epoch ran from start
                    to end); "mean_src_tokens", "mean_tgt_tokens" (non-pad per training sentence, <eos> included on
                    the target)

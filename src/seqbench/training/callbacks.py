@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 import random
 from pathlib import Path
 
@@ -52,10 +53,16 @@ class TrainThroughput(TrainingState):
     Training FLOPs are analytic, as MFU's: 3x the model's forward FLOPs per target token (`flops_per_token`) at each
     batch's own mean source and target lengths, times its non-pad target tokens; a count of work, so the same on
     any machine.
+
+    The machine's 1-minute load average is read every `load_every` timed steps and its maximum kept: a load well
+    above the run's own threads means other work shared the CPU while it was timed, and the report says so (timings
+    taken then are not the model's; quality under an update budget is unaffected). None where the OS has no load
+    average (Windows).
     """
 
-    def __init__(self, warmup_steps: int = 10):
-        self.warmup_steps = warmup_steps
+    def __init__(self, warmup_steps: int = 10, load_every: int = 10):
+        self.warmup_steps, self.load_every = warmup_steps, load_every
+        self.load_average_max: float | None = None  # of the timed steps (see above); restored from checkpoints
         # steady state (after warm-up), this process
         self.target_tokens = self.all_tokens = self.steps = 0
         self.seconds = 0.0
@@ -73,7 +80,8 @@ class TrainThroughput(TrainingState):
         return clock(pl_module.device)
 
     _COUNTERS = ("target_tokens", "all_tokens", "steps", "seconds", "tokens_seen", "train_seconds", "train_flops",
-                 "_sentences", "_src_tokens", "_tgt_tokens", "_step", "_epoch_seconds", "_epoch_batches")
+                 "_sentences", "_src_tokens", "_tgt_tokens", "_step", "_epoch_seconds", "_epoch_batches",
+                 "load_average_max")
 
     def state_dict(self) -> dict:
         # every counter, so a run resumed mid-epoch reports what an uninterrupted one would (timings aside)
@@ -113,6 +121,8 @@ class TrainThroughput(TrainingState):
         self.all_tokens += source + target
         self.steps += 1
         self.seconds += seconds
+        if self.steps % self.load_every == 1 and hasattr(os, "getloadavg"):
+            self.load_average_max = max(self.load_average_max or 0.0, os.getloadavg()[0])
         pl_module.log("train/tgt_tokens_per_s", self.target_tokens / self.seconds, on_step=True, on_epoch=False)
 
     def on_train_epoch_end(self, trainer, pl_module):
@@ -144,7 +154,7 @@ class TrainThroughput(TrainingState):
         return {**out, "target_tokens_per_s": world_size * self.target_tokens / self.seconds,
                 "src_tgt_tokens_per_s": world_size * self.all_tokens / self.seconds,
                 "steps_per_s": self.steps / self.seconds, "measured_steps": self.steps,
-                "warmup_steps_excluded": self.warmup_steps}
+                "warmup_steps_excluded": self.warmup_steps, "load_average_max": self.load_average_max}
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
