@@ -54,14 +54,14 @@ class TrainThroughput(TrainingState):
     batch's own mean source and target lengths, times its non-pad target tokens; a count of work, so the same on
     any machine.
 
-    The machine's 1-minute load average is read every `load_every` timed steps and its maximum kept: a load well
-    above the run's own threads means other work shared the CPU while it was timed, and the report says so (timings
-    taken then are not the model's; quality under an update budget is unaffected). None where the OS has no load
-    average (Windows).
+    The machine's 1-minute load average (a read of /proc/loadavg: microseconds) is taken at every timed step and its
+    maximum kept: a load well above the run's own threads means other work shared the CPU while it was timed, and
+    the report says so (timings taken then are not the model's; quality under an update budget is unaffected). None
+    where the OS has no load average (Windows).
     """
 
-    def __init__(self, warmup_steps: int = 10, load_every: int = 10):
-        self.warmup_steps, self.load_every = warmup_steps, load_every
+    def __init__(self, warmup_steps: int = 10):
+        self.warmup_steps = warmup_steps
         self.load_average_max: float | None = None  # of the timed steps (see above); restored from checkpoints
         # steady state (after warm-up), this process
         self.target_tokens = self.all_tokens = self.steps = 0
@@ -121,7 +121,7 @@ class TrainThroughput(TrainingState):
         self.all_tokens += source + target
         self.steps += 1
         self.seconds += seconds
-        if self.steps % self.load_every == 1 and hasattr(os, "getloadavg"):
+        if hasattr(os, "getloadavg"):
             self.load_average_max = max(self.load_average_max or 0.0, os.getloadavg()[0])
         pl_module.log("train/tgt_tokens_per_s", self.target_tokens / self.seconds, on_step=True, on_epoch=False)
 
