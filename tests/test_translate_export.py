@@ -138,6 +138,10 @@ def test_export_round_trips_through_translate(run_dir, tmp_path):
     shutil.copytree(run_dir, run)
     (run / ".hydra").mkdir()  # what `seqbench train` leaves (in-process runs have no Hydra job directory)
     (run / ".hydra" / "overrides.yaml").write_text("- callbacks=ema\n- model.d_model=32\n")
+    # as a resumed run records it: this process's fit was short, the training steps of every process were not
+    recorded = json.loads((run / "results.json").read_text())
+    recorded["train"]["wall_time_s"], recorded["throughput"]["train_seconds"] = 5.0, 1234.0
+    (run / "results.json").write_text(json.dumps(recorded))
     out = tmp_path / "exported"
     export([str(run), str(out)])
     assert {p.name for p in out.iterdir()} == {"model.safetensors", "model.json", "tokenizers", "config.yaml",
@@ -147,6 +151,7 @@ def test_export_round_trips_through_translate(run_dir, tmp_path):
     results = read_results(run_dir)
     assert results["test"]["bleu_signature"] in card and f"{results['parameters']:,}" in card
     assert "| 61+ |" in card and "seqbench train callbacks=ema model.d_model=32" in card
+    assert "updates in 1234 s of training steps" in card
     translate([str(out), "--input", str(run_dir / "sources.test.txt"), "--output", str(tmp_path / "hyp.txt")])
     assert (tmp_path / "hyp.txt").read_text() == (run_dir / "hypotheses.test.txt").read_text()
 

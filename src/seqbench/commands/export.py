@@ -74,8 +74,8 @@ def model_card(results: dict, command: str, weights_name: str) -> str:
                   *(f"| {b['bucket']} | {b['sentences']:,} | {_number(b['bleu'])} |"
                     for b in results["test"]["bleu_by_length"])]
     lines += ["", "## Speed", "", f"Measured on {results.get('device', '?')} ({results.get('threads', '?')} threads).",
-              "", f"- training: {results['train']['steps']:,} updates in {results['train']['wall_time_s']:.0f} s, "
-                  f"{_number(throughput.get('target_tokens_per_s'), ',.0f')} target tokens/s"]
+              "", f"- training: {results['train']['steps']:,} updates in {_training_seconds(results):.0f} s of "
+                  f"training steps, {_number(throughput.get('target_tokens_per_s'), ',.0f')} target tokens/s"]
     for kind, speed in results.get("decoding", {}).items():
         lines.append(f"- decoding ({kind}, beam {speed['beam_size']}): {speed['sentences_per_s']:,.1f} sentences/s, "
                      f"{speed['target_tokens_per_s']:,.0f} tokens/s")
@@ -150,3 +150,9 @@ def main(argv: list[str] | None = None) -> None:
     engine = " --engine ctranslate2" if args.format == "ctranslate2" else ""
     print(f"exported to {out}: seqbench translate {out}{engine}", file=sys.stderr)
 
+
+def _training_seconds(results: dict) -> float:
+    """The training steps' seconds over every process that trained the run (a resumed run's too; validations
+    excluded); results of older versions have only this process's fit time."""
+    seconds = results.get("throughput", {}).get("train_seconds")
+    return seconds if seconds is not None else results["train"]["wall_time_s"]

@@ -48,7 +48,9 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                    absent when no step was measured
   memory           {"cpu_rss_peak_mb" (peak resident memory of the process during the run),
                     "cuda_max_allocated_mb" (max CUDA memory allocated during the run; null on CPU)}
-  train            {"wall_time_s", "steps", "epochs" (updates x accumulation / batches per epoch: passes over the
+  train            {"wall_time_s" (seconds this process spent in fit, validations included: a resumed run's
+                   last part only; the whole training's step time is throughput.train_seconds), "steps",
+                   "epochs" (updates x accumulation / batches per epoch: passes over the
                    training data, fractional when training stopped mid-epoch), "max_steps" (the update budget;
                    -1: none), "stopped_by" (what ended training: "max_steps", "early_stopping", "max_epochs" or
                    "max_time", the wall-clock guard, which the report flags; null with train=false),
