@@ -8,6 +8,7 @@ real process proves it (a SIGTERM and the restart in a fresh process, a multirun
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 from pathlib import Path
@@ -84,6 +85,22 @@ def test_the_same_seed_twice_gives_identical_losses_and_bleu(tmp_path, uninterru
     train_in_process(tmp_path / "run", RESUMABLE)
     _assert_same_run(tmp_path / "run", uninterrupted)
     assert len(_losses(uninterrupted)) == 14 and _losses(tmp_path / "run") == _losses(uninterrupted)
+
+
+def test_a_completed_run_launched_again_is_not_redone_unless_it_missed_its_budget_or_its_config_changed(tmp_path):
+    """What relaunching a multirun to finish its remaining jobs does to the finished ones: nothing."""
+    run_dir = tmp_path / "run"
+    train_in_process(run_dir, RESUMABLE)
+    written = {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.is_file()}
+    assert train_in_process(run_dir, RESUMABLE)["status"] == "completed"
+    assert {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.is_file()} == written  # nothing run or written
+    # stopped by its wall-clock guard: not its result yet, so the same command resumes it (here: evaluates again)
+    record = json.loads(RunDir(run_dir).results.read_text())
+    record["train"]["stopped_by"] = "max_time"
+    RunDir(run_dir).results.write_text(json.dumps(record))
+    assert train_in_process(run_dir, RESUMABLE)["train"]["stopped_by"] == "max_steps"
+    # a longer budget is another config: training resumes from update 14
+    assert train_in_process(run_dir, [*RESUMABLE, "trainer.max_steps=16"])["train"]["steps"] == 16
 
 
 def test_sigint_during_testing_records_it_and_the_rerun_gives_the_same_results(tmp_path, uninterrupted):

@@ -1,6 +1,8 @@
 """What `python train.py` does once Hydra has composed the config: instantiate, fit, evaluate, record."""
 from __future__ import annotations
 
+import json
+import logging
 import os
 import time
 import warnings
@@ -29,7 +31,7 @@ from seqbench.models.sizing import fit_to_budget
 from seqbench.rundir.checkpoints import load_checkpoint_weights
 from seqbench.rundir.layout import RunDir
 from seqbench.rundir.loading import model_spec, save_run_files
-from seqbench.rundir.results import completed_record, summary_metrics, write_results, write_status
+from seqbench.rundir.results import completed_record, read_results, summary_metrics, write_results, write_status
 from seqbench.training.callbacks import AtomicCheckpointIO, LearningCurve, TrainThroughput
 from seqbench.training.status import Diverged, Interrupted, SignalGuard, guarded
 
@@ -37,6 +39,7 @@ from seqbench.training.status import Diverged, Interrupted, SignalGuard, guarded
 # sampler resumes at the right batch instead (seqbench.training.callbacks.ResumeState), so the warning would be wrong
 # here.
 warnings.filterwarnings("ignore", message="You're resuming from a checkpoint that ended before the epoch ended")
+log = logging.getLogger(__name__)
 
 
 def _resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
@@ -118,6 +121,10 @@ def _recorded_run(cfg: DictConfig) -> dict:
     started = time.perf_counter()
     validate(cfg, environment=True)  # devices, writable directories too: before anything is built or written
     run_dir = Path(cfg.paths.output_dir)
+    if (recorded := _completed_before(cfg, run_dir)) is not None:
+        log.info("%s completed before with this config: its results.json stands (delete it to run the job again)",
+                 run_dir)
+        return recorded
     progress: dict = {}  # the trainer, once there is one: the record names the update reached
     with guarded() as guard:
         try:
@@ -130,6 +137,24 @@ def _recorded_run(cfg: DictConfig) -> dict:
             if one_line(error) is None:  # a bad input (ours, Hydra's, Lightning's) is one line; a crash is recorded
                 _record_stop(cfg, run_dir, "failed", error, progress, guard.phase)
             raise
+
+
+def _completed_before(cfg: DictConfig, run_dir: Path) -> dict | None:
+    """The record of this run directory when it completed before with exactly this config: a multirun launched again
+    to finish its remaining jobs neither retrains, re-evaluates nor re-measures (and so overwrites) the finished ones.
+    A run stopped by its wall-clock guard did not get its budget and resumes; any changed setting (a longer budget,
+    other decoding, `train=false ckpt_path=...`) runs as asked."""
+    if not RunDir(run_dir).results.is_file():
+        return None
+    try:
+        recorded = read_results(run_dir)
+    except InputError:  # another schema version or an unreadable record: the run decides afresh
+        return None
+    config = json.loads(json.dumps(OmegaConf.to_container(cfg, resolve=True), default=str))  # as results.json has it
+    if recorded.get("status") != "completed" or recorded.get("config") != config \
+            or (recorded.get("train") or {}).get("stopped_by") == "max_time":
+        return None
+    return recorded
 
 
 def _record_stop(cfg: DictConfig, run_dir: Path, status: str, error: BaseException, progress: dict,
