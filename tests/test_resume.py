@@ -114,6 +114,7 @@ def test_sigint_during_testing_records_it_and_the_rerun_gives_the_same_results(t
     assert not RunDir(run_dir).text("hypotheses", "test").exists()
     train_in_process(run_dir, RESUMABLE)  # the rerun finds last.ckpt at update 14: no training left, only testing
     _assert_same_run(run_dir, uninterrupted)
+    assert _losses(run_dir) == _losses(uninterrupted), "metrics.csv keeps the rows logged before the rerun"
 
 
 def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(tmp_path):
@@ -173,6 +174,7 @@ def test_sigterm_mid_epoch_exits_nonzero_and_a_fresh_process_resumes_exactly(tmp
     assert "Restoring states from the checkpoint path" in resumed.stdout + resumed.stderr
     assert not list(RunDir(run_dir).checkpoints.glob(".*tmp*")), "no temporary checkpoint files left behind"
     _assert_same_run(run_dir, uninterrupted)
+    assert _losses(run_dir) == _losses(uninterrupted), "metrics.csv has every update's row once"
 
 
 @pytest.mark.integration

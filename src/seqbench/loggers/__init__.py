@@ -1,2 +1,2 @@
-"""Experiment loggers beyond Lightning's own: Weights & Biases (wandb_logger), and what every run shows its W&B and
-TensorBoard loggers besides scalars (media)."""
+"""Experiment loggers beyond Lightning's own: Weights & Biases (wandb_logger), a CSV logger that a resumed run
+appends to (csv_logger), and what every run shows its W&B and TensorBoard loggers besides scalars (media)."""

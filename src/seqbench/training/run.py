@@ -21,6 +21,7 @@ from seqbench.config.against_data import check_against_data
 from seqbench.config.composed import validate
 from seqbench.config.environment import check_checkpoint_file
 from seqbench.decoding.attention import attention_examples, save_attention
+from seqbench.loggers.csv_logger import ResumableCSVLogger
 from seqbench.loggers.media import log_run_summary
 from seqbench.loggers.wandb_logger import finish_run
 from seqbench.measure import peaks
@@ -187,12 +188,17 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
     check_against_data(cfg, model_cfg, datamodule)  # positions and token budgets hold the longest sentence
     model = build_model(model_cfg, *datamodule.vocab_sizes)
     spec = model_spec(model_cfg, tokenizers)
+    resumed_at = None
     if checkpoint_in is not None:  # another architecture or vocabulary: one line now, not a traceback mid-run
-        load_checkpoint_weights(model, checkpoint_in, spec, origin=f"ckpt_path={checkpoint_in}")
+        resumed_at = load_checkpoint_weights(model, checkpoint_in, spec, origin=f"ckpt_path={checkpoint_in}").get(
+            "global_step")
     # model_spec goes in after instantiation: Hydra would try to build the `_target_` inside its model config
     module = instantiate(cfg.module, _partial_=True, _convert_="all")(model=model, model_spec=spec)
 
     loggers = [instantiate(c) for c in cfg.get("logger", {}).values() if c is not None] or False
+    for logger in loggers or []:  # a resumed run's metrics.csv keeps the rows logged before its checkpoint
+        if isinstance(logger, ResumableCSVLogger) and resumed_at is not None:
+            logger.keep_rows_before(resumed_at)
     callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None]
     if not loggers:  # logger=none: LearningRateMonitor refuses a Trainer without a logger; there is nothing to log to
         callbacks = [c for c in callbacks if not isinstance(c, LearningRateMonitor)]
