@@ -156,7 +156,8 @@ def test_sigterm_mid_epoch_exits_nonzero_and_a_fresh_process_resumes_exactly(tmp
     run_dir = tmp_path / "run"
     env = dict(os.environ, OMP_NUM_THREADS="1", HYDRA_FULL_ERROR="0", WANDB_MODE="offline",
                PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
-    cut = train_subprocess(tmp_path, *RESUMABLE, "+callbacks.cut._target_=test_resume.SignalAt",
+    loggers = "logger=[csv,wandb]"  # W&B offline (env): the resumed run continues the cut run's W&B run
+    cut = train_subprocess(tmp_path, *RESUMABLE, loggers, "+callbacks.cut._target_=test_resume.SignalAt",
                            "+callbacks.cut.step=10", env=env)  # 7 batches an epoch: step 7 would stop at validation
     assert cut.returncode == 128 + signal.SIGTERM, cut.stderr[-3000:]
     assert "Traceback" not in cut.stderr
@@ -169,12 +170,14 @@ def test_sigterm_mid_epoch_exits_nonzero_and_a_fresh_process_resumes_exactly(tmp
     state = next(v for k, v in saved["callbacks"].items() if k.startswith("ResumeState"))
     assert saved["global_step"] == 10 and state["batches_done"] > 0 and not state["epoch_finished"], "cut mid-epoch"
 
-    resumed = train_subprocess(tmp_path, *RESUMABLE, env=env)
+    resumed = train_subprocess(tmp_path, *RESUMABLE, loggers, env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Restoring states from the checkpoint path" in resumed.stdout + resumed.stderr
     assert not list(RunDir(run_dir).checkpoints.glob(".*tmp*")), "no temporary checkpoint files left behind"
     _assert_same_run(run_dir, uninterrupted)
     assert _losses(run_dir) == _losses(uninterrupted), "metrics.csv has every update's row once"
+    w_and_b = sorted(p.name for p in (run_dir / "wandb").glob("offline-run-*"))
+    assert len(w_and_b) == 2 and len({name.rsplit("-", 1)[1] for name in w_and_b}) == 1, w_and_b  # one W&B run id
 
 
 @pytest.mark.integration

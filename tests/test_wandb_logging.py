@@ -216,3 +216,17 @@ def test_run_names_show_label_shape_and_seed(overrides, name):
 
     HydraConfig.instance().set_config(cfg)  # ${hydra:runtime.choices.model} in the label
     assert cfg.logger.wandb.name == name
+
+
+def test_a_resumed_run_continues_the_newest_wandb_run_in_its_folder(tmp_path):
+    from seqbench.loggers.wandb_logger import WandbLogger
+
+    fresh = WandbLogger(project="seqbench", save_dir=str(tmp_path))
+    fresh.resume_from(10)  # nothing logged here before: a new W&B run
+    assert fresh.version is None
+    for name in ("offline-run-20261201_235959-older111", "run-20261202_090000-newest22",
+                 "offline-run-20261202_080000-middle33", "latest-run"):
+        (tmp_path / "wandb" / name).mkdir(parents=True)
+    resumed = WandbLogger(project="seqbench", save_dir=str(tmp_path))
+    resumed.resume_from(10)
+    assert resumed.version == "newest22" and resumed._wandb_init["resume"] == "allow"

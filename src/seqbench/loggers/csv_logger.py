@@ -10,14 +10,14 @@ from lightning.pytorch.loggers.logger import rank_zero_experiment
 
 class ResumableCSVLogger(CSVLogger):
     """Lightning's writer deletes metrics.csv from a folder it finds in use, so a run resumed from last.ckpt kept
-    only the rows logged after the resume. Told the update it resumes from (`keep_rows_before`), this logger keeps
+    only the rows logged after the resume. Told the update it resumes from (`resume_from`), this logger keeps
     the earlier rows logged before that update and drops the later ones: those came from training after the
     checkpoint, or from evaluating after training, which the resumed run repeats. So metrics.csv reads as an
     uninterrupted run's (a training row's step is its update - 1, a validation's the update it follows - 1)."""
 
     _resumed_at: int | None = None
 
-    def keep_rows_before(self, update: int) -> None:
+    def resume_from(self, update: int) -> None:
         """Call before anything is logged, with the global step of the checkpoint the run resumes from."""
         self._resumed_at = update
 

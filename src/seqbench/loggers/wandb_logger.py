@@ -4,6 +4,7 @@
   reusing the process's current one (Lightning's reuse put every job of a multirun into one run); the mode follows
   W&B's settings, and with none it is online only when W&B finds credentials; and `wandb.init` waits at most
   `init_timeout` seconds for the server, then the run continues offline after a one-line warning.
+- A run resumed from a checkpoint continues the W&B run it started (`WandbLogger.resume_from`).
 - `finish_run` ends the job's W&B run (seqbench.training.run calls it at the end of every job).
 
 What reaches the run besides scalars (tables, plots, the summary) is seqbench.loggers.media's, shared with TensorBoard.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import typing
+from pathlib import Path
 
 from lightning.pytorch.loggers import WandbLogger as LightningWandbLogger
 from lightning.pytorch.loggers.logger import rank_zero_experiment
@@ -101,6 +103,16 @@ class WandbLogger(LightningWandbLogger):
         # log_model, although W&B keeps an offline run's artifacts for `wandb sync`.
         super().__init__(offline=False, **kwargs)
         self._mode, self._init_timeout = mode, init_timeout
+
+    def resume_from(self, update: int) -> None:
+        """A run resumed from a checkpoint continues the W&B run it logged to before (the newest under its save_dir,
+        with Lightning's resume="allow"), so its history is one W&B run rather than two; no earlier run: a new one.
+        Call before anything is logged. (Metrics are plotted against trainer/global_step, so the updates the resumed
+        run repeats overwrite nothing earlier.)"""
+        earlier = sorted(Path(self._save_dir or ".", "wandb").glob("*run-*_*-*"),  # [offline-]run-<date>_<time>-<id>
+                         key=lambda folder: folder.name.split("run-", 1)[1])
+        if earlier and self._wandb_init.get("id") is None:
+            self._wandb_init["id"] = self._id = earlier[-1].name.rsplit("-", 1)[1]
 
     @property
     @rank_zero_experiment

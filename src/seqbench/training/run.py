@@ -23,7 +23,7 @@ from seqbench.config.environment import check_checkpoint_file
 from seqbench.decoding.attention import attention_examples, save_attention
 from seqbench.loggers.csv_logger import ResumableCSVLogger
 from seqbench.loggers.media import log_run_summary
-from seqbench.loggers.wandb_logger import finish_run
+from seqbench.loggers.wandb_logger import WandbLogger, finish_run
 from seqbench.measure import peaks
 from seqbench.measure.memory import peak_memory, reset_peak_memory
 from seqbench.measure.speed import decode_speed, test_batches
@@ -196,9 +196,9 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
     module = instantiate(cfg.module, _partial_=True, _convert_="all")(model=model, model_spec=spec)
 
     loggers = [instantiate(c) for c in cfg.get("logger", {}).values() if c is not None] or False
-    for logger in loggers or []:  # a resumed run's metrics.csv keeps the rows logged before its checkpoint
-        if isinstance(logger, ResumableCSVLogger) and resumed_at is not None:
-            logger.keep_rows_before(resumed_at)
+    for logger in loggers or []:  # a resumed run continues its metrics.csv and its W&B run
+        if isinstance(logger, (ResumableCSVLogger, WandbLogger)) and resumed_at is not None:
+            logger.resume_from(resumed_at)
     callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None]
     if not loggers:  # logger=none: LearningRateMonitor refuses a Trainer without a logger; there is nothing to log to
         callbacks = [c for c in callbacks if not isinstance(c, LearningRateMonitor)]
