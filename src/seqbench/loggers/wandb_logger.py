@@ -107,8 +107,8 @@ class WandbLogger(LightningWandbLogger):
     def resume_from(self, update: int) -> None:
         """A run resumed from a checkpoint continues the W&B run it logged to before (the newest under its save_dir,
         with Lightning's resume="allow"), so its history is one W&B run rather than two; no earlier run: a new one.
-        Call before anything is logged. (Metrics are plotted against trainer/global_step, so the updates the resumed
-        run repeats overwrite nothing earlier.)"""
+        Call before anything is logged. Updates logged after the checkpoint and repeated by the resumed run appear
+        twice in the W&B history, each at its trainer/global_step."""
         earlier = sorted(Path(self._save_dir or ".", "wandb").glob("*run-*_*-*"),  # [offline-]run-<date>_<time>-<id>
                          key=lambda folder: folder.name.split("run-", 1)[1])
         if earlier and self._wandb_init.get("id") is None:
