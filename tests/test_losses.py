@@ -29,3 +29,20 @@ def test_padding_is_ignored():
     changed = logits.clone()
     changed[1, 3:] = torch.randn(2, 7) * 100
     assert torch.allclose(label_smoothed_nll(logits, target, 0.1)[0], label_smoothed_nll(changed, target, 0.1)[0])
+
+
+def test_loss_and_its_gradient_are_torch_label_smoothed_cross_entropy():
+    torch.manual_seed(0)
+    logits = torch.randn(3, 6, 11, requires_grad=True)
+    target = torch.randint(1, 11, (3, 6))
+    target[0, 4:] = PAD_ID
+    for eps in (0.0, 0.2):
+        loss, nll = label_smoothed_nll(logits, target, eps)
+        expected = torch.nn.functional.cross_entropy(logits.view(-1, 11), target.view(-1), ignore_index=PAD_ID,
+                                                     label_smoothing=eps)
+        assert torch.allclose(loss, expected, atol=1e-6)
+        assert torch.allclose(torch.autograd.grad(loss, logits)[0], torch.autograd.grad(expected, logits)[0],
+                              atol=1e-7)
+        assert not nll.requires_grad
+        assert torch.allclose(nll, torch.nn.functional.cross_entropy(logits.view(-1, 11), target.view(-1),
+                                                                     ignore_index=PAD_ID), atol=1e-6)
