@@ -285,6 +285,50 @@ def test_a_resumed_or_extended_search_makes_the_uninterrupted_proposals(tmp_path
         runner.run_sweep(sweep_file(5), out=tmp_path / "extended", seed=1)
 
 
+RESUMABLE_TRAIN = '''
+import json, sys
+from pathlib import Path
+args = dict(a.split("=", 1) for a in sys.argv[1:])
+run_dir = Path(args["hydra.run.dir"])
+with open(run_dir / "starts", "a") as f:  # one line per process started in this run directory
+    f.write("start\\n")
+(run_dir / "results.json").write_text(json.dumps({"schema_version": 1, "valid": {"bleu": float(args["lr"]) * 1e3},
+                                                 "parameters": 1, "seed": 0}))
+'''
+
+
+def test_a_trial_cut_off_by_a_stopped_sweep_runs_again_with_its_proposal_in_its_run_directory(tmp_path, monkeypatch):
+    """A sweep that stopped while trial 1 ran (no record of it in summary.json, its run directory left behind) is
+    resumed: trial 1 runs again with the proposal it had, in its own run directory (where train.py would resume from
+    last.ckpt), the recorded trials do not run again, and the search ends with the uninterrupted search's trials."""
+    (tmp_path / "resumable_train.py").write_text(RESUMABLE_TRAIN)
+    (tmp_path / "sweep.yaml").write_text(textwrap.dedent(f"""
+        name: cut
+        program: {tmp_path / 'resumable_train.py'}
+        method: random
+        run_cap: 4
+        metric: {{name: val/bleu, goal: maximize}}
+        parameters:
+          lr: {{distribution: log_uniform_values, min: 1.0e-4, max: 1.0e-2}}
+        command: ["${{env}}", "${{interpreter}}", "${{program}}", "${{args_no_hyphens}}"]
+        """))
+    monkeypatch.setattr(runner, "POLL_SECONDS", 0.05)
+    whole = json.loads((runner.run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "whole") / "summary.json")
+                       .read_text())["trials"]
+    cut_dir = runner.run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "cut", parallel=2)
+    summary = json.loads((cut_dir / "summary.json").read_text())
+    summary["trials"] = [t for t in summary["trials"] if t["number"] != 1]  # as the sweep left it: 1 still running
+    (cut_dir / "summary.json").write_text(json.dumps(summary))
+    (cut_dir / "trials" / "001" / "results.json").unlink()
+
+    runner.run_sweep(tmp_path / "sweep.yaml", out=cut_dir, parallel=2)
+    resumed = json.loads((cut_dir / "summary.json").read_text())["trials"]
+    assert [(t["number"], t["state"], t["params"], t["metric"]) for t in resumed] == \
+        [(t["number"], t["state"], t["params"], t["metric"]) for t in whole]
+    starts = {d.name: (d / "starts").read_text().count("start") for d in (cut_dir / "trials").iterdir()}
+    assert starts == {"000": 1, "001": 2, "002": 1, "003": 1}
+
+
 def test_a_grid_runs_its_points_in_the_files_order():
     config = {"method": "grid", "parameters": {"a": {"values": [1, 2]}, "b": {"value": 0}, "c": {"values": ["x", "y"]}}}
     assert spec.grid_points(config) == [{"a": 1, "c": "x"}, {"a": 1, "c": "y"}, {"a": 2, "c": "x"}, {"a": 2, "c": "y"}]

@@ -9,7 +9,9 @@ trials run at once (Optuna's n_jobs), each with an equal share of this process's
 `threads: null` follows), and the summary says so. A sweep directory that already holds trials of the same sweep
 (same parameters, method and seed) is resumed: its trials are replayed into the study, each proposal checked against
 the recorded one, so the sweep goes on with exactly the proposals an uninterrupted run would have made; raising
-run_cap (or --count) extends a finished search the same way.
+run_cap (or --count) extends a finished search the same way. A trial that was still running when the sweep stopped
+left no record: it runs again with the same proposal in its own run directory, where train.py resumes it from its
+last.ckpt.
 """
 from __future__ import annotations
 
@@ -92,7 +94,7 @@ def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, 
     started = time.perf_counter()
     reported: list[float] = []
     stopped = False
-    with open(run_dir / "stdout.log", "wb") as out, open(run_dir / "stderr.log", "wb") as err:
+    with open(run_dir / "stdout.log", "ab") as out, open(run_dir / "stderr.log", "ab") as err:  # a resumed trial adds
         proc = subprocess.Popen(args, stdout=out, stderr=err, env=env, start_new_session=True)
         try:
             while proc.poll() is None:
@@ -183,14 +185,18 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     running = {"parallel": parallel, "threads_per_trial": int(env["OMP_NUM_THREADS"]) if "OMP_NUM_THREADS" in env
                else None}
     trials: list[Trial] = []
+    unfinished = []  # (trial, params) of the gaps: trials still running when the sweep stopped, asked again in order
     by_number = {t.number: t for t in previous}
     for number in range(max(by_number, default=-1) + 1):
-        # a gap: a trial that was still running when a parallel sweep stopped; its proposal is not retried
-        trials.append(replay(study, config, by_number.get(number)))
+        if number in by_number:
+            trials.append(replay(study, config, by_number[number]))
+        else:
+            trial = study.ask()
+            unfinished.append((trial, spec.suggest(trial, config)))
     started = time.perf_counter() - previous_seconds
-    if trials:
-        print(f"resuming: {len(trials)} trials recorded in {sweep_dir}, {max(0, total - len(trials))} to run",
-              flush=True)
+    if trials or unfinished:
+        print(f"resuming: {len(trials)} trials recorded in {sweep_dir}, {len(unfinished)} to finish, "
+              f"{max(0, total - len(trials) - len(unfinished))} to run", flush=True)
 
     def run(trial, params: dict) -> Trial:
         record = run_trial(trial, config, trial.number, sweep_dir, env, params)
@@ -216,14 +222,18 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     # proposes exactly what a sequential or resumed one does) and threads only run and watch the trial processes.
     lock, running_trials, reached = threading.Lock(), {}, False
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        for _ in range(total - len(trials)):
+        for index in range(max(len(unfinished), total - len(trials))):
             if len(running_trials) >= parallel:
                 finished, _ = wait(running_trials, return_when=FIRST_COMPLETED)
                 reached = tell(finished) or reached
             if reached:
                 break
-            trial = study.ask()
-            running_trials[pool.submit(run, trial, spec.suggest(trial, config))] = trial
+            if index < len(unfinished):
+                trial, params = unfinished[index]
+            else:
+                trial = study.ask()
+                params = spec.suggest(trial, config)
+            running_trials[pool.submit(run, trial, params)] = trial
         reached = tell(wait(running_trials)[0]) or reached
     if reached:
         print(f"metric target {config['metric']['target']} reached: sweep finished", flush=True)
@@ -245,17 +255,13 @@ def recorded_trials(sweep_dir: Path, config: dict, seed: int | None) -> tuple[li
     return [Trial(**t) for t in summary["trials"]], float(summary.get("wall_seconds", 0.0))
 
 
-def replay(study, config: dict, record: Trial | None) -> Trial:
-    """Tells the study a recorded trial, after checking that the sampler proposes its parameters again; None (a trial
-    that never finished) is told as failed. Returns the record."""
+def replay(study, config: dict, record: Trial) -> Trial:
+    """Tells the study a recorded trial, after checking that the sampler proposes its parameters again. Returns the
+    record."""
     import optuna
 
     trial = study.ask()
     params = {name: value for name, value in spec.suggest(trial, config).items() if name in spec.searched(config)}
-    if record is None:
-        study.tell(trial, None, state=optuna.trial.TrialState.FAIL)
-        return Trial(number=trial.number, state="failed", params=params, metric=None,
-                     error="interrupted: the sweep stopped while this trial ran")
     if trial.number != record.number or params != record.params:
         raise spec.SweepError(f"trial {record.number}: the sampler now proposes {params}, the sweep directory "
                               f"recorded {record.params} (another Optuna version or an edited summary.json?)")
