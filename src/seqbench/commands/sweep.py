@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 
 from seqbench.common.errors import InputError
 
@@ -33,7 +35,12 @@ def main(argv: list[str] | None = None) -> int:
         raise InputError("local sweeps need Optuna: pip install 'seqbench[optuna]'") from None
     from seqbench.sweep.runner import run_sweep
 
-    sweep_dir = run_sweep(args.sweep, args.count, args.out, args.seed, parallel=args.parallel)
+    try:
+        sweep_dir = run_sweep(args.sweep, args.count, args.out, args.seed, parallel=args.parallel)
+    except KeyboardInterrupt as error:  # Ctrl-C or SIGTERM: the running trials were stopped, their last.ckpt kept
+        print("sweep interrupted: the same command resumes it; the trials it cut continue from their last.ckpt",
+              file=sys.stderr)
+        return 128 + getattr(error, "signum", signal.SIGINT)
     print(f"summary: {sweep_dir / 'summary.md'}")
     return 0
 

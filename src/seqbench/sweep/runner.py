@@ -15,11 +15,13 @@ last.ckpt.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -81,9 +83,14 @@ def _last_line(path: Path) -> str | None:
     return lines[-1][:500] if lines else None
 
 
-def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, str], params: dict) -> Trial:
+class SweepStopped(Exception):
+    """The sweep was interrupted while this trial ran: its training was stopped and it is left unrecorded."""
+
+
+def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, str], params: dict,
+              stopping: threading.Event | None = None) -> Trial:
     """Starts the trial's command with the proposed params, reports each validation to Optuna while it runs, stops
-    it when the pruner says."""
+    it when the pruner says, or when `stopping` is set (the sweep was interrupted: SweepStopped, no record)."""
     searched = {name: params[name] for name in spec.searched(config)}
     run_dir = (sweep_dir / "trials" / f"{number:03d}").resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -99,6 +106,9 @@ def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, 
         try:
             while proc.poll() is None:
                 time.sleep(POLL_SECONDS)
+                if stopping is not None and stopping.is_set():
+                    _stop(proc)  # SIGTERM: train.py saves last.ckpt, from which a resumed sweep continues the trial
+                    raise SweepStopped(f"trial {number}")
                 for value in _validation_points(run_dir)[len(reported):]:
                     reported.append(value)
                     trial.report(value, step=len(reported))
@@ -107,8 +117,9 @@ def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, 
                 if stopped:
                     _stop(proc)
                     break
-        except BaseException:  # Ctrl-C or an error here: never leave a training running behind
-            _stop(proc)
+        except BaseException:  # an error here: never leave a training running behind
+            if proc.poll() is None:
+                _stop(proc)
             raise
     record = Trial(number=number, state="complete", params=searched, metric=None, intermediate=reported,
                    seconds=round(time.perf_counter() - started, 1), run_dir=str(run_dir), command=args)
@@ -145,7 +156,6 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
               env: dict[str, str] | None = None, parallel: int = 1) -> Path:
     """Runs up to min(count, run_cap, grid size) trials, `parallel` at a time; writes the summary after every trial.
     Returns the sweep dir."""
-    import threading
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     import optuna
@@ -199,7 +209,7 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
               f"{max(0, total - len(trials) - len(unfinished))} to run", flush=True)
 
     def run(trial, params: dict) -> Trial:
-        record = run_trial(trial, config, trial.number, sweep_dir, env, params)
+        record = run_trial(trial, config, trial.number, sweep_dir, env, params, stopping)
         with lock:
             trials.append(record)
             trials.sort(key=lambda t: t.number)
@@ -220,24 +230,48 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     # Optuna's own n_jobs reseeds the sampler for every trial, so a parallel search would propose differently on
     # every run. Here the main thread asks and draws each trial's parameters in trial order (a random search
     # proposes exactly what a sequential or resumed one does) and threads only run and watch the trial processes.
-    lock, running_trials, reached = threading.Lock(), {}, False
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
-        for index in range(max(len(unfinished), total - len(trials))):
-            if len(running_trials) >= parallel:
-                finished, _ = wait(running_trials, return_when=FIRST_COMPLETED)
-                reached = tell(finished) or reached
-            if reached:
-                break
-            if index < len(unfinished):
-                trial, params = unfinished[index]
-            else:
-                trial = study.ask()
-                params = spec.suggest(trial, config)
-            running_trials[pool.submit(run, trial, params)] = trial
-        reached = tell(wait(running_trials)[0]) or reached
+    lock, running_trials, reached, stopping = threading.Lock(), {}, False, threading.Event()
+    with ThreadPoolExecutor(max_workers=parallel) as pool, _interrupted_by_sigterm():
+        try:
+            for index in range(max(len(unfinished), total - len(trials))):
+                if len(running_trials) >= parallel:
+                    finished, _ = wait(running_trials, return_when=FIRST_COMPLETED)
+                    reached = tell(finished) or reached
+                if reached:
+                    break
+                if index < len(unfinished):
+                    trial, params = unfinished[index]
+                else:
+                    trial = study.ask()
+                    params = spec.suggest(trial, config)
+                running_trials[pool.submit(run, trial, params)] = trial
+            reached = tell(wait(running_trials)[0]) or reached
+        except BaseException:  # Ctrl-C, SIGTERM or an error: the trial threads stop their trainings before the pool
+            stopping.set()     # is left, so no training runs on behind the sweep; the cut trials stay gaps
+            raise
     if reached:
         print(f"metric target {config['metric']['target']} reached: sweep finished", flush=True)
     return sweep_dir
+
+
+@contextlib.contextmanager
+def _interrupted_by_sigterm():
+    """SIGTERM (a scheduler's or `kill`'s stop) raises KeyboardInterrupt in the main thread, as Ctrl-C does, so the
+    sweep stops its trials instead of dying with them still running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        error = KeyboardInterrupt(f"signal {signum}")
+        error.signum = signum
+        raise error
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def recorded_trials(sweep_dir: Path, config: dict, seed: int | None) -> tuple[list[Trial], float]:
