@@ -29,6 +29,7 @@ CONF_DIR = str(CONF_DIR)
     ["--cfg", "job", "-p", "model", "model=rnn"],
     ["hydra/launcher=basic", "hydra.run.dir=/tmp/x"],  # Hydra's own groups and keys are Hydra's business
     ["trainer.max_steps=10", "optimizer.lr=1e-3"],
+    ["recipe=equal_search/cnn"],  # an option in a folder of its group
 ])
 def test_what_hydra_composes_passes(argv):
     check_group_choices(argv, CONF_DIR)
@@ -44,6 +45,7 @@ def test_what_hydra_composes_passes(argv):
     (["+experiment=arch_comparisn"], "experiment='arch_comparisn': allowed values are arch_comparison,"),
     (["-m", "model=glob(lstm*)"], "model=glob(lstm*): matches no model"),
     (["-m", "model=range(1,3)"], "model='1': allowed values are"),
+    (["recipe=equal_search/lstm"], "recipe='equal_search/lstm': allowed values are cnn, equal_search/cnn,"),
     (["model=choice(transformer"], "cannot parse override 'model=choice(transformer':"),
     (["model.n_heads=[1,2"], "cannot parse override 'model.n_heads=[1,2':"),
 ])

@@ -83,14 +83,16 @@ def _sweeper_values(params: dict) -> dict[str, list]:
 
 def test_transformer_shape_is_one_space_for_wandb_hydra_grid_and_optuna():
     """The W&B file and Hydra's grid run the same shapes x seeds 1-3; Optuna searches the same shapes at one seed; all
-    three train with the same budget and the Transformer's tuned recipe (no schedule of their own)."""
+    three train with the same budget and the Transformer's recipe from the equal search (no schedule of their own;
+    not the quickstart's, which differs in lr, schedule and layer norm)."""
     wandb = spec.load(ROOT / "sweeps" / "transformer_shape.yaml")
     space = {name: s["values"] for name, s in spec.searched(wandb).items()}
     assert space["seed"] == [1, 2, 3]
-    recipe = yaml.safe_load((CONF_DIR / "recipe" / "transformer.yaml").read_text())
+    recipe = yaml.safe_load((CONF_DIR / "recipe" / "equal_search" / "transformer.yaml").read_text())
     from_wandb = compose_train(spec.hydra_overrides(wandb, spec.corners(wandb)[0]))
     assert from_wandb["optimizer"]["lr"] == recipe["optimizer"]["lr"]
     assert {k: from_wandb["scheduler"][k] for k in recipe["scheduler"]} == recipe["scheduler"]
+    assert {k: from_wandb["model"][k] for k in recipe["model"]} == recipe["model"]
     assert from_wandb["scheduler"]["total_steps"] == from_wandb["trainer"]["max_steps"] == 1000
     for preset in ("transformer_shape", "transformer_optuna"):
         text = yaml.safe_load((CONF_DIR / "hparams_search" / f"{preset}.yaml").read_text())
@@ -106,6 +108,8 @@ def test_transformer_shape_is_one_space_for_wandb_hydra_grid_and_optuna():
             for key in ("trainer", "test"):
                 assert text[key] == {k: from_wandb[key][k] for k in text[key]} if key != "test" \
                     else text[key] == from_wandb[key], key
+        from_preset = compose_train([f"hparams_search={preset}"])
+        assert {k: from_preset["model"][k] for k in recipe["model"]} == recipe["model"], preset
 
 
 def test_optuna_preset_composes_with_the_optuna_sweeper():
@@ -327,6 +331,70 @@ def test_a_trial_cut_off_by_a_stopped_sweep_runs_again_with_its_proposal_in_its_
         [(t["number"], t["state"], t["params"], t["metric"]) for t in whole]
     starts = {d.name: (d / "starts").read_text().count("start") for d in (cut_dir / "trials").iterdir()}
     assert starts == {"000": 1, "001": 2, "002": 1, "003": 1}
+
+
+STOPPABLE_TRAIN = '''
+import json, os, signal, sys, time
+from pathlib import Path
+args = dict(a.split("=", 1) for a in sys.argv[1:])
+run_dir = Path(args["hydra.run.dir"])
+if (run_dir / "last.ckpt").exists():  # resumed: finish at once
+    (run_dir / "results.json").write_text(json.dumps({"schema_version": 1, "valid": {"bleu": float(args["x"])},
+                                                     "parameters": 1, "seed": 0}))
+    sys.exit(0)
+
+def save_and_exit(signum, frame):  # what train.py does on SIGTERM
+    (run_dir / "last.ckpt").write_text("")
+    sys.exit(143)
+
+signal.signal(signal.SIGTERM, save_and_exit)
+(run_dir / "pid").write_text(str(os.getpid()))
+time.sleep(120)
+'''
+
+
+def test_a_sigterm_to_the_sweep_stops_its_trials_and_a_rerun_finishes_them(tmp_path, monkeypatch):
+    """SIGTERM to a sweep running two trials at once (as a scheduler or `kill` sends it) stops both trainings, which
+    save their last.ckpt, records neither, and raises KeyboardInterrupt (the command exits 143); rerun, the sweep
+    resumes both from their checkpoints. Before, the sweep died and left its trainings running."""
+    import signal
+    import threading
+
+    (tmp_path / "stoppable_train.py").write_text(STOPPABLE_TRAIN)
+    (tmp_path / "sweep.yaml").write_text(textwrap.dedent(f"""
+        name: stoppable
+        program: {tmp_path / 'stoppable_train.py'}
+        method: grid
+        metric: {{name: val/bleu, goal: maximize}}
+        parameters:
+          x: {{values: [1, 2]}}
+        command: ["${{env}}", "${{interpreter}}", "${{program}}", "${{args_no_hyphens}}"]
+        """))
+    monkeypatch.setattr(runner, "POLL_SECONDS", 0.05)
+    out = tmp_path / "sweep"
+    pid_files = [out / "trials" / f"{n:03d}" / "pid" for n in (0, 1)]
+
+    def terminate_once_both_run():
+        deadline = time.time() + 60
+        while not all(f.exists() for f in pid_files) and time.time() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=terminate_once_both_run, daemon=True).start()
+    started, handler = time.time(), signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt) as error:
+        runner.run_sweep(tmp_path / "sweep.yaml", out=out, parallel=2)
+    assert error.value.signum == signal.SIGTERM and time.time() - started < 60
+    for pid_file in pid_files:
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid_file.read_text()), 0)  # the training is gone
+        assert (pid_file.parent / "last.ckpt").exists()
+    assert not (out / "summary.json").exists()  # neither trial recorded
+    assert signal.getsignal(signal.SIGTERM) == handler  # the sweep's own handler is gone with it
+
+    runner.run_sweep(tmp_path / "sweep.yaml", out=out, parallel=2)
+    trials = json.loads((out / "summary.json").read_text())["trials"]
+    assert [(t["params"]["x"], t["state"], t["metric"]) for t in trials] == [(1, "complete", 1.0), (2, "complete", 2.0)]
 
 
 def test_a_grid_runs_its_points_in_the_files_order():

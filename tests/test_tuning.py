@@ -72,20 +72,43 @@ def _leaves(tree: dict, prefix: str = "") -> dict:
 
 @pytest.mark.parametrize("model", ["transformer", "rnnsearch_small", "cnn"])
 def test_each_family_trains_with_its_searched_recipe(model):
-    """conf/recipe/<model>.yaml reaches the quickstart and the comparison presets that train the model, and
-    recipe=none removes it (the train.yaml defaults return)."""
+    """conf/recipe/equal_search/<model>.yaml, from the search every family got equally, reaches the comparison presets
+    that train the model; conf/recipe/<model>.yaml reaches a run outside them (the quickstart's, for the
+    Transformer); recipe=none removes it (the train.yaml defaults return)."""
     import yaml
     from omegaconf import OmegaConf
 
     from conftest import compose_train
 
-    recipe = _leaves(yaml.safe_load((ROOT / "src" / "seqbench" / "conf" / "recipe" / f"{model}.yaml").read_text()))
-    for preset in ([], ["experiment=arch_comparison"], ["experiment=equal_compute"]):
+    def leaves(path: Path) -> dict:
+        tree = yaml.safe_load(path.read_text())
+        tree.pop("defaults", None)
+        return _leaves(tree)
+
+    recipes = ROOT / "src" / "seqbench" / "conf" / "recipe"
+    searched = leaves(recipes / "equal_search" / f"{model}.yaml")
+    for preset in (["experiment=arch_comparison"], ["experiment=equal_compute"]):
         cfg = compose_train([*preset, f"model={model}"])
-        assert {key: OmegaConf.select(cfg, key) for key in recipe} == recipe, preset
+        assert {key: OmegaConf.select(cfg, key) for key in searched} == searched, preset
+    own = leaves(recipes / f"{model}.yaml") or searched  # no second recipe: the file includes the searched one
+    cfg = compose_train([f"model={model}"])
+    assert {key: OmegaConf.select(cfg, key) for key in own} == own
     plain = compose_train([f"model={model}", "recipe=none"])
-    assert {key: OmegaConf.select(plain, key) for key in recipe} != recipe
+    assert {key: OmegaConf.select(plain, key) for key in own} != own
     assert OmegaConf.select(plain, "scheduler.kind") == "inverse_sqrt" and plain.optimizer.lr == 4e-3
+
+
+def test_the_quickstart_recipe_stays_out_of_the_comparisons():
+    """The quickstart's Transformer recipe (found by hand) differs from the equal search's, and no comparison preset
+    composes to it: each family there has the recipe of the same 24-trial search."""
+    from conftest import compose_train
+
+    quickstart, compared = compose_train([]), compose_train(["experiment=equal_compute", "model=transformer"])
+    assert quickstart.model.norm_first and quickstart.optimizer.lr == 4e-3
+    assert not compared.model.norm_first and compared.optimizer.lr == 1.5e-3
+    for preset in ("arch_comparison", "position_extrapolation"):
+        cfg = compose_train([f"experiment={preset}", "model=transformer"])
+        assert (cfg.model.norm_first, cfg.optimizer.lr) == (False, 1.5e-3), preset
 
 
 @pytest.mark.parametrize("preset, models", [
@@ -101,8 +124,8 @@ def test_rnn_presets_train_every_model_with_the_rnn_familys_recipe(preset, model
 
     from conftest import compose_train
 
-    recipe = _leaves(yaml.safe_load((ROOT / "src" / "seqbench" / "conf" / "recipe" / "rnnsearch_small.yaml")
-                                    .read_text()))
+    recipe = _leaves(yaml.safe_load((ROOT / "src" / "seqbench" / "conf" / "recipe" / "equal_search" /
+                                     "rnnsearch_small.yaml").read_text()))
     for model in models:
         cfg = compose_train([f"experiment={preset}", model])
         assert {key: OmegaConf.select(cfg, key) for key in recipe} == recipe, (preset, model)

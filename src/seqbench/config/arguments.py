@@ -64,7 +64,8 @@ def check_group_choices(argv: list[str], conf_dir: str) -> None:
         groups = [d / override.key_or_group for d in dirs if (d / override.key_or_group).is_dir()]
         if override.is_delete() or not groups:
             continue  # a config key (model.n_heads=...), a group outside conf/ (hydra/launcher) or a deletion
-        available = sorted({p.stem for group in groups for p in group.glob("*.yaml")}
+        available = sorted({p.relative_to(group).with_suffix("").as_posix()  # recipe=equal_search/cnn: a folder's
+                            for group in groups for p in group.rglob("*.yaml")}
                            | _stored_choices(override.key_or_group))
         if override.value_type == ValueType.GLOB_CHOICE_SWEEP:
             if not override.value().filter(available):
