@@ -78,13 +78,37 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
-def _last_line(path: Path) -> str | None:
+def last_line(path: Path) -> str | None:
     lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
     return lines[-1][:500] if lines else None
 
 
 class SweepStopped(Exception):
     """The sweep was interrupted while this trial ran: its training was stopped and it is left unrecorded."""
+
+
+def run_process(args: list[str], run_dir: Path, env: dict[str, str], stopping: threading.Event | None = None,
+                should_stop=None, name: str = "trial") -> int | None:
+    """Runs one training command with its output appended to run_dir/stdout.log and stderr.log (a resumed job adds to
+    them). Every POLL_SECONDS: when `stopping` is set (the sweep was interrupted), the training is stopped (SIGTERM:
+    train.py saves last.ckpt) and SweepStopped raised; when `should_stop()` says so, it is stopped and None returned.
+    Otherwise returns its exit status."""
+    with open(run_dir / "stdout.log", "ab") as out, open(run_dir / "stderr.log", "ab") as err:
+        proc = subprocess.Popen(args, stdout=out, stderr=err, env=env, start_new_session=True)
+        try:
+            while proc.poll() is None:
+                time.sleep(POLL_SECONDS)
+                if stopping is not None and stopping.is_set():
+                    _stop(proc)
+                    raise SweepStopped(name)
+                if should_stop is not None and should_stop():
+                    _stop(proc)
+                    return None
+        except BaseException:  # an error here: never leave a training running behind
+            if proc.poll() is None:
+                _stop(proc)
+            raise
+    return proc.returncode
 
 
 def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, str], params: dict,
@@ -100,35 +124,25 @@ def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, 
 
     started = time.perf_counter()
     reported: list[float] = []
-    stopped = False
-    with open(run_dir / "stdout.log", "ab") as out, open(run_dir / "stderr.log", "ab") as err:  # a resumed trial adds
-        proc = subprocess.Popen(args, stdout=out, stderr=err, env=env, start_new_session=True)
-        try:
-            while proc.poll() is None:
-                time.sleep(POLL_SECONDS)
-                if stopping is not None and stopping.is_set():
-                    _stop(proc)  # SIGTERM: train.py saves last.ckpt, from which a resumed sweep continues the trial
-                    raise SweepStopped(f"trial {number}")
-                for value in _validation_points(run_dir)[len(reported):]:
-                    reported.append(value)
-                    trial.report(value, step=len(reported))
-                    if trial.should_prune():
-                        stopped = True
-                if stopped:
-                    _stop(proc)
-                    break
-        except BaseException:  # an error here: never leave a training running behind
-            if proc.poll() is None:
-                _stop(proc)
-            raise
+
+    def pruned() -> bool:  # the validations written since the last poll go to Optuna, which may stop the trial
+        stop = False
+        for value in _validation_points(run_dir)[len(reported):]:
+            reported.append(value)
+            trial.report(value, step=len(reported))
+            stop = stop or trial.should_prune()
+        return stop
+
+    returncode = run_process(args, run_dir, env, stopping, pruned, f"trial {number}")
+    stopped = returncode is None
     record = Trial(number=number, state="complete", params=searched, metric=None, intermediate=reported,
                    seconds=round(time.perf_counter() - started, 1), run_dir=str(run_dir), command=args)
     results_path = RunDir(run_dir).results
     if stopped:
         record.state, record.metric = "stopped", reported[-1]
-    elif proc.returncode != 0 or not results_path.is_file():
+    elif returncode != 0 or not results_path.is_file():
         record.state = "failed"
-        record.error = _last_line(run_dir / "stderr.log") or f"exit status {proc.returncode}"
+        record.error = last_line(run_dir / "stderr.log") or f"exit status {returncode}"
     else:
         results = read_results(results_path)
         record.metric = results["valid"]["bleu"]
@@ -231,7 +245,7 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     # every run. Here the main thread asks and draws each trial's parameters in trial order (a random search
     # proposes exactly what a sequential or resumed one does) and threads only run and watch the trial processes.
     lock, running_trials, reached, stopping = threading.Lock(), {}, False, threading.Event()
-    with ThreadPoolExecutor(max_workers=parallel) as pool, _interrupted_by_sigterm():
+    with ThreadPoolExecutor(max_workers=parallel) as pool, interrupted_by_sigterm():
         try:
             for index in range(max(len(unfinished), total - len(trials))):
                 if len(running_trials) >= parallel:
@@ -255,7 +269,7 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
 
 
 @contextlib.contextmanager
-def _interrupted_by_sigterm():
+def interrupted_by_sigterm():
     """SIGTERM (a scheduler's or `kill`'s stop) raises KeyboardInterrupt in the main thread, as Ctrl-C does, so the
     sweep stops its trials instead of dying with them still running."""
     if threading.current_thread() is not threading.main_thread():
