@@ -1,14 +1,17 @@
-"""seqbench.analysis.seeds: 95% confidence intervals over seeds, and the bootstrap over seeds and sentences, on
-hand-computed values and hand-built runs."""
+"""seqbench.analysis.seeds: 95% confidence intervals over seeds and the tests over seeds (Welch, permutation, Holm),
+against scipy.stats, hand computation and simulation under a null."""
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
+import numpy as np
 import pytest
 import sacrebleu
+from scipy import stats
 
-from seqbench.analysis.seeds import p_text, seed_bootstrap, spread
+from seqbench.analysis.seeds import compare_seeds, holm, p_text, seed_p_text, spread
 from seqbench.scoring.metrics import bleu_from_statistics, bleu_statistics, paired_bootstrap
 
 WORDS = "the a cat dog sat ran on under mat house big small red blue green slowly quickly".split()
@@ -37,46 +40,107 @@ def _system(refs: list[str], accuracy: float, seed: int) -> list[str]:
     return [" ".join(w if rng.random() < accuracy else "xyz" for w in r.split()) for r in refs]
 
 
-@pytest.fixture(scope="module")
-def references() -> list[str]:
-    rng = random.Random(1)
-    return [" ".join(rng.choices(WORDS, k=rng.randint(5, 20))) for _ in range(150)]
+def test_welch_interval_and_p_are_scipys_and_the_hand_computed_ones():
+    a, b = [30.0, 34.0, 35.0], [25.0, 26.0, 30.0]
+    test = compare_seeds(a, b)
+    welch = stats.ttest_ind(a, b, equal_var=False)
+    assert test.welch_p == pytest.approx(welch.pvalue)
+    # by hand: difference 6, standard error sqrt(7/3 + 7/3), Welch-Satterthwaite df = 4 (equal variances and sizes)
+    se = math.sqrt(7 / 3 + 7 / 3)
+    t = stats.t.ppf(0.975, 4)
+    assert test.difference == pytest.approx(6.0)
+    assert test.ci == pytest.approx((6 - t * se, 6 + t * se))
+    assert test.welch_p == pytest.approx(2 * stats.t.sf(6 / se, 4))
 
 
-def test_a_model_better_on_every_seed_is_significant(references):
-    good = [(_system(references, 0.85, s), references) for s in (1, 2, 3)]
-    bad = [(_system(references, 0.55, s), references) for s in (4, 5, 6)]
-    result = seed_bootstrap(good, bad, n_samples=200)
-    means = [sacrebleu.corpus_bleu(h, [references]).score for h, _ in good], \
-        [sacrebleu.corpus_bleu(h, [references]).score for h, _ in bad]
-    assert result["difference"] == pytest.approx(sum(means[0]) / 3 - sum(means[1]) / 3)
-    assert result["p_value"] == pytest.approx(2 / 201) and result["ci"][0] > 0 and result["seeds"] == (3, 3)
+def test_permutation_p_is_scipys_and_counts_the_splits_by_hand():
+    a, b = [30.0, 34.0, 35.0], [25.0, 26.0, 30.0]
+    test = compare_seeds(a, b)
+    scipy_p = stats.permutation_test((a, b), lambda x, y: np.mean(x) - np.mean(y), permutation_type="independent",
+                                     n_resamples=math.inf, alternative="two-sided").pvalue
+    assert test.permutation_p == pytest.approx(scipy_p) and test.exact
+    # by hand: the 20 ways to choose A's three scores; the observed split has the largest difference of means
+    pooled = a + b
+    diffs = [np.mean([pooled[i] for i in chosen]) - np.mean([pooled[i] for i in range(6) if i not in chosen])
+             for chosen in itertools.combinations(range(6), 3)]
+    one_sided = sum(d >= 6.0 - 1e-12 for d in diffs) / 20
+    assert test.permutation_p == pytest.approx(min(1.0, 2 * one_sided))
 
 
-def test_training_variance_can_undo_a_per_sentence_verdict(references):
+@pytest.mark.parametrize("n, floor", [(3, 0.10), (5, 2 / 252)])
+def test_seeds_that_never_overlap_give_the_designs_floor_whatever_the_effect(n, floor):
+    for gap in (0.5, 50.0):
+        test = compare_seeds([80.0 + gap + i for i in range(n)], [80.0 - i for i in range(n)])
+        assert test.permutation_p == pytest.approx(floor) and test.p_floor == pytest.approx(floor)
+
+
+def test_more_splits_than_the_enumeration_limit_are_sampled():
+    rng = np.random.default_rng(0)
+    test = compare_seeds(rng.normal(1, 1, 8), rng.normal(0, 1, 8), max_exact=500)
+    assert not test.exact and test.p_floor == pytest.approx(2 / 501)
+    assert compare_seeds([1.0, 2.0], [0.0, 0.5]).exact
+
+
+def test_one_seed_is_no_sample_and_identical_seeds_have_no_interval():
+    with pytest.raises(ValueError, match="two or more seeds"):
+        compare_seeds([50.0], [40.0, 41.0, 42.0])
+    test = compare_seeds([50.0, 50.0], [40.0, 40.0])
+    assert test.ci is None and test.welch_p is None and test.permutation_p == pytest.approx(2 / 6)
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_under_a_null_the_false_positive_rate_at_005_is_005(n):
+    """3 vs 3 and 5 vs 5 seeds drawn from one distribution: neither test rejects at alpha = 0.05 more often than 5%
+    beyond Monte Carlo error. The permutation test with 3 vs 3 never can (its floor is 0.10); with 5 vs 5 it rejects
+    12/252 of the time, as its exact null says; Welch's t with so few seeds is a little conservative (about 3.5% at
+    3 vs 3)."""
+    rng = np.random.default_rng(12345)
+    trials = 2000
+    permutation, welch = 0, 0
+    for _ in range(trials):
+        a, b = rng.normal(70, 5, n), rng.normal(70, 5, n)
+        test = compare_seeds(a, b)
+        permutation += test.permutation_p <= 0.05
+        welch += test.welch_p <= 0.05
+    error = 3 * math.sqrt(0.05 * 0.95 / trials)  # three Monte Carlo standard errors
+    assert permutation / trials <= 0.05 + error
+    assert 0.02 <= welch / trials <= 0.05 + error
+    if n == 5:  # 2/252 granularity: P(p <= 0.05) is 12/252 = 0.048 exactly under exchangeability
+        assert abs(permutation / trials - 12 / 252) <= error
+
+
+def test_holm_adjusts_a_family_as_worked_out_by_hand():
+    # sorted: 0.005 x 4 = 0.02, 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, 0.04 x 1 = 0.04 -> raised to 0.06
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0]) and holm([]) == []
+
+
+def test_holm_keeps_the_family_wise_error_rate_under_a_null():
+    """Three pairwise comparisons of 5 vs 5 seeds of three identical models: P(any adjusted p <= 0.05) <= 0.05."""
+    rng = np.random.default_rng(7)
+    trials, any_rejected = 600, 0
+    for _ in range(trials):
+        seeds = [rng.normal(70, 5, 5) for _ in range(3)]
+        ps = [compare_seeds(seeds[i], seeds[j]).permutation_p for i, j in ((0, 1), (0, 2), (1, 2))]
+        any_rejected += min(holm(ps)) <= 0.05
+    assert any_rejected / trials <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / trials)
+
+
+def test_the_per_sentence_bootstrap_can_be_sure_where_the_seeds_are_not():
     """Model A's seeds scatter widely (one far better than B, two about as good), B's do not: on the one seed pair
-    where A's run is far better the per-sentence bootstrap is sure, over seeds the difference is not clear."""
-    a = [(_system(references, acc, s), references) for acc, s in ((0.9, 1), (0.6, 2), (0.58, 3))]
-    b = [(_system(references, 0.62, s), references) for s in (4, 5, 6)]
-    one_pair = paired_bootstrap(b[0][0], a[0][0], references, n_samples=200)
-    assert one_pair["p_value"] < 0.01
-    over_seeds = seed_bootstrap(a, b, n_samples=200)
-    assert over_seeds["p_value"] > 0.05 and over_seeds["ci"][0] < 0 < over_seeds["ci"][1]
-
-
-def test_the_same_model_is_not_different(references):
-    runs = [(_system(references, 0.7, s), references) for s in (1, 2, 3)]
-    assert seed_bootstrap(runs, runs, n_samples=200)["p_value"] == 1.0  # every resampled difference is zero
-
-
-def test_runs_on_other_test_sets_are_refused(references):
-    a = [(_system(references, 0.7, 1), references)]
-    b = [(_system(references[:-1], 0.7, 2), references[:-1])]
-    with pytest.raises(ValueError, match="same test sentences"):
-        seed_bootstrap(a, b, n_samples=10)
+    where A's run is far better the per-sentence bootstrap is sure about those two trained models; over seeds the
+    families' difference is not clear."""
+    rng = random.Random(1)
+    references = [" ".join(rng.choices(WORDS, k=rng.randint(5, 20))) for _ in range(150)]
+    a = [_system(references, acc, s) for acc, s in ((0.9, 1), (0.6, 2), (0.58, 3))]
+    b = [_system(references, 0.62, s) for s in (4, 5, 6)]
+    assert paired_bootstrap(b[0], a[0], references, n_samples=200)["p_value"] < 0.01
+    bleu = [[sacrebleu.corpus_bleu(h, [references]).score for h in side] for side in (a, b)]
+    over_seeds = compare_seeds(*bleu)
+    assert over_seeds.permutation_p > 0.05 and over_seeds.ci[0] < 0 < over_seeds.ci[1]
 
 
 def test_p_at_the_floor_is_a_bound():
     assert p_text(1 / 1001, 1000) == "≤ 1/1001" and p_text(0.0123, 1000) == "0.012"
-    assert p_text(2 / 201, 200) == "0.010"  # twice the one-sided floor is a value ...
-    assert p_text(2 / 201, 200, sides=2) == "≤ 2/201"  # ... and the two-sided test's floor
+    assert p_text(2 / 201, 200) == "0.010"  # twice the floor is a value
+    assert seed_p_text(0.1, 0.1) == "0.1 (floor 0.1)" and seed_p_text(2 / 252, 2 / 252) == "0.00794 (floor 0.0079)"

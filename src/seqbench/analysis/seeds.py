@@ -2,13 +2,14 @@
 
 - `Spread`: the mean over seeds with its 95% confidence interval (Student's t with n - 1 degrees of freedom: with
   three seeds the half-width is 2.48 standard deviations), what every table and error bar shows.
-- `seed_bootstrap`: whether two models differ once training variance is counted. Each resample draws seeds with
-  replacement for each model, and test sentences with replacement (the same draw for both: they share the test set),
-  and recomputes each model's mean corpus BLEU over its drawn seeds from per-sentence sacreBLEU statistics. The
-  per-sentence paired bootstrap (seqbench.scoring.metrics.paired_bootstrap) resamples sentences only: it says how
-  sure one can be that *these two trained models* differ, not that the architectures do.
-- `p_text`: a bootstrap p-value at its floor (1/(N+1) for sacreBLEU's paired bootstrap, 2/(N+1) for this two-sided
-  one) is printed as a bound, not as a value.
+- `compare_seeds`: whether two models differ, with seeds as the unit of inference: the difference of the seed means
+  with Welch's t 95% interval, and an exact permutation test over seeds (scipy.stats.ttest_ind(equal_var=False) and
+  scipy.stats.permutation_test). A permutation test cannot go below 2 / C(n_a + n_b, n_a): 0.10 with 3 vs 3 seeds,
+  2/252 = 0.0079 with 5 vs 5, whatever the effect; the record carries that floor so every report prints it.
+- `holm`: Holm's correction across the comparisons of one table (or the buckets one claim rests on).
+- The per-sentence paired bootstrap (seqbench.scoring.metrics.paired_bootstrap) resamples test sentences only: it
+  says whether *two trained models* differ, not whether two families (architectures with their training) do.
+  `p_text` prints its p at its floor (1/(N+1)) as a bound.
 """
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from typing import NamedTuple, Sequence
 import numpy as np
 from scipy import stats
 
-from seqbench.scoring.metrics import bleu_from_statistics, bleu_statistics
 
 CONFIDENCE = 0.95
+MAX_EXACT = 10_000  # permutation tests enumerate every split up to this many (7 vs 7 seeds: 3,432), sample beyond
 
 
 class Spread(NamedTuple):
@@ -45,39 +46,68 @@ def spread(values: Sequence[float | None]) -> Spread:
     return Spread(statistics.fmean(values), t * std / math.sqrt(len(values)), len(values), std)
 
 
-def seed_bootstrap(a: Sequence[tuple[list[str], list[str]]], b: Sequence[tuple[list[str], list[str]]],
-                   n_samples: int = 1000, seed: int = 12345) -> dict:
-    """Model A against model B, over seeds and sentences (see the module docstring). `a`, `b`: one (hypotheses,
-    references) pair per seed, every pair on the same test sentences.
+class SeedTest(NamedTuple):
+    """Two models compared over their seeds: each seed's score is one observation of the model."""
 
-    Returns {"difference": mean BLEU of A's seeds - B's, "ci": (low, high) its 95% bootstrap interval, "p_value":
-    two-sided, "p_floor": the smallest p it can give (2/(n_samples + 1)), "n_samples", "seeds": (A's, B's)}."""
-    references = a[0][1]
-    if any(refs != references for _, refs in (*a, *b)):
-        raise ValueError("seed_bootstrap needs every run on the same test sentences")
-    stats_a = np.stack([bleu_statistics(hyps, references) for hyps, _ in a])  # [seeds, sentences, statistics]
-    stats_b = np.stack([bleu_statistics(hyps, references) for hyps, _ in b])
-    observed = (np.mean([bleu_from_statistics(s.sum(0)) for s in stats_a])
-                - np.mean([bleu_from_statistics(s.sum(0)) for s in stats_b]))
-    rng = np.random.default_rng(seed)
-    n_sentences = stats_a.shape[1]
-    differences = np.empty(n_samples)
-    for k in range(n_samples):
-        sentences = rng.integers(0, n_sentences, n_sentences)
-        seeds_a, seeds_b = rng.integers(0, len(a), len(a)), rng.integers(0, len(b), len(b))
-        mean_a = np.mean([bleu_from_statistics(stats_a[s][sentences].sum(0)) for s in seeds_a])
-        mean_b = np.mean([bleu_from_statistics(stats_b[s][sentences].sum(0)) for s in seeds_b])
-        differences[k] = mean_a - mean_b
-    # the resamples on the other side of zero from the observed difference, counted as in sacreBLEU's (count+1)/(N+1)
-    other_side = np.sum(differences <= 0) if observed > 0 else np.sum(differences >= 0)
-    p_value = min(1.0, 2 * (other_side + 1) / (n_samples + 1))
-    low, high = np.percentile(differences, [100 * (1 - CONFIDENCE) / 2, 100 * (1 + CONFIDENCE) / 2])
-    return {"difference": float(observed), "ci": (float(low), float(high)), "p_value": float(p_value),
-            "p_floor": 2 / (n_samples + 1), "n_samples": n_samples, "seeds": (len(a), len(b))}
+    difference: float                     # mean of A's seeds - mean of B's
+    ci: tuple[float, float] | None        # Welch's t 95% interval of the difference (None: no spread at all)
+    welch_p: float | None                 # Welch's t test, two-sided (None: no spread at all)
+    permutation_p: float                  # permutation test of the difference of means over seeds, two-sided
+    p_floor: float                        # the smallest permutation p this design can give (3 vs 3 seeds: 0.10)
+    exact: bool                           # every split of the seeds enumerated (else sampled)
+    seeds: tuple[int, int]
 
 
-def p_text(p_value: float, n_samples: int, sides: int = 1) -> str:
-    """A bootstrap p-value as text, "≤ sides/(N+1)" at the floor, where more resamples would only lower it (`sides`:
-    1 for sacreBLEU's paired bootstrap, 2 for seed_bootstrap's two-sided test)."""
-    floor = sides / (n_samples + 1)
-    return f"≤ {sides}/{n_samples + 1}" if p_value <= floor * (1 + 1e-9) else f"{p_value:.3f}"
+def split_count(n_a: int, n_b: int) -> int:
+    """The ways to split n_a + n_b seeds into groups of n_a and n_b: the permutation test's null distribution."""
+    return math.comb(n_a + n_b, n_a)
+
+
+def compare_seeds(a: Sequence[float], b: Sequence[float], max_exact: int = MAX_EXACT, seed: int = 0) -> SeedTest:
+    """Model A against model B over seeds (`a`, `b`: one score per seed), with scipy's Welch t test and permutation
+    test (every split enumerated when there are at most `max_exact`, otherwise that many sampled)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"compare_seeds needs two or more seeds per model (got {len(a)} and {len(b)})")
+    difference = float(a.mean() - b.mean())
+    ci = welch_p = None
+    if a.var() > 0 or b.var() > 0:  # identical seeds on both sides: no spread to test against
+        welch = stats.ttest_ind(a, b, equal_var=False)
+        interval = welch.confidence_interval(CONFIDENCE)
+        ci, welch_p = (float(interval.low), float(interval.high)), float(welch.pvalue)
+    splits = split_count(len(a), len(b))
+    exact = splits <= max_exact
+    permutation = stats.permutation_test((a, b), _difference_of_means, permutation_type="independent",
+                                         vectorized=True, n_resamples=max_exact, alternative="two-sided",
+                                         rng=np.random.default_rng(seed))
+    # scipy's two-sided p is twice the smaller one-sided p: 2/splits at best when enumerated, 2/(N + 1) when sampled
+    floor = min(1.0, 2 / splits if exact else 2 / (max_exact + 1))
+    return SeedTest(difference, ci, welch_p, float(permutation.pvalue), floor, exact, (len(a), len(b)))
+
+
+def _difference_of_means(x, y, axis):
+    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p-values (Holm 1979), in the input order: the k-th smallest is
+    multiplied by (m - k + 1), then made non-decreasing and capped at 1. (scipy has Benjamini-Hochberg, not Holm.)"""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def p_text(p_value: float, n_samples: int) -> str:
+    """sacreBLEU's paired-bootstrap p-value as text, "≤ 1/(N+1)" at its floor, where more resamples would only lower
+    it."""
+    floor = 1 / (n_samples + 1)
+    return f"≤ 1/{n_samples + 1}" if p_value <= floor * (1 + 1e-9) else f"{p_value:.3f}"
+
+
+def seed_p_text(p_value: float, floor: float) -> str:
+    """A permutation p-value over seeds with the design's floor beside it: "0.10 (floor 0.10)"."""
+    return f"{p_value:.3g} (floor {floor:.2g})"

@@ -1,12 +1,12 @@
-"""Per-model means and 95% confidence intervals over seeds, significance between models (over seeds and sentences,
-and per seed-matched pair of runs over sentences), and the bucketed breakdowns (BLEU by length, by structure) a run
+"""Per-model means and 95% confidence intervals over seeds, significance between models (over seeds, Holm-corrected
+across a table's pairs; per seed-matched pair of runs over sentences), and the bucketed breakdowns (BLEU by length, by structure) a run
 records: the numbers behind the report's tables and plots."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
 
-from seqbench.analysis.seeds import seed_bootstrap, spread
+from seqbench.analysis.seeds import compare_seeds, holm, spread
 from seqbench.common.nested import get_path
 from seqbench.common.text import bucket_start
 from seqbench.rundir.reader import Run
@@ -71,18 +71,39 @@ def significance(groups: dict[str, list[Run]], split: str = "test", n_samples: i
     return out
 
 
-def seed_significance(groups: dict[str, list[Run]], split: str = "test", n_samples: int = 1000) -> dict:
-    """Every two models compared over seeds and sentences (seqbench.analysis.seeds.seed_bootstrap), when all their
-    runs decoded the same references: {(label_a, label_b): the test's record}, the better label first."""
+def seed_significance(groups: dict[str, list[Run]], split: str = "test", metric: str = "bleu") -> dict:
+    """Every two models compared over seeds (seqbench.analysis.seeds.compare_seeds on each run's corpus `metric`),
+    with Holm's correction across all the pairs of the report: {(label_a, label_b): {SeedTest's fields, "holm_p"}}
+    (the permutation p adjusted), the better label first; pairs where a model has fewer than two seeds are left
+    out (one seed is no sample of a model's training runs)."""
+    tests = {}
+    for label_a, label_b in combinations(groups, 2):
+        scores = [[v for r in groups[label] if (v := get_path(r.results, f"{split}.{metric}")) is not None]
+                  for label in (label_a, label_b)]
+        if min(map(len, scores)) >= 2:
+            tests[(label_a, label_b)] = compare_seeds(*scores)._asdict()
+    for test, adjusted in zip(tests.values(), holm([t["permutation_p"] for t in tests.values()])):
+        test["holm_p"] = adjusted
+    return tests
+
+
+def bucket_significance(groups: dict[str, list[Run]], split: str, breakdown: "Breakdown") -> dict:
+    """Each pair of models compared over seeds in every bucket of a breakdown, Holm-corrected across the buckets of
+    the pair (a claim such as "apart at every length" rests on all of them): {(label_a, label_b): {bucket: {SeedTest's
+    fields, "holm_p"}}}."""
+    buckets = _bucket_names(groups, split, breakdown)
     out = {}
     for label_a, label_b in combinations(groups, 2):
-        sides = []
-        for label in (label_a, label_b):
-            texts = [(r.lines("hypotheses", split), r.lines("references", split)) for r in groups[label]]
-            sides.append([t for t in texts if None not in t])
-        if not all(sides) or any(refs != sides[0][0][1] for side in sides for _, refs in side):
-            continue  # no files, or different test sets
-        out[(label_a, label_b)] = seed_bootstrap(sides[0], sides[1], n_samples)
+        tests = {}
+        for bucket in buckets:
+            scores = [[v for r in groups[label] if (v := _bucket_value(r, split, bucket, breakdown)) is not None]
+                      for label in (label_a, label_b)]
+            if min(map(len, scores)) >= 2:
+                tests[bucket] = compare_seeds(*scores)._asdict()
+        for test, adjusted in zip(tests.values(), holm([t["permutation_p"] for t in tests.values()])):
+            test["holm_p"] = adjusted
+        if tests:
+            out[(label_a, label_b)] = tests
     return out
 
 

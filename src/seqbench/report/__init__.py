@@ -2,7 +2,7 @@
 
 Run directories (or multirun directories: results.json files are found recursively) are grouped by their label
 (`compare.label`; runs sharing one are seeds of one model). The report is a markdown table of means ± 95% confidence
-intervals over seeds with two significance tests (over seeds and sentences; per seed-matched pair of runs), BLEU by
+intervals over seeds with two significance tests (over seeds, Holm-corrected; per seed-matched pair of runs), BLEU by
 source length, and PNG plots; notebooks/compare.ipynb shows the same through the same functions. Everything is read from
 the run directories: results.json (learning curves included; runs recorded before it had them fall back to
 csv/metrics.csv), {hypotheses,references,sources}.test.txt and attention.pt. Other toolkits' outputs join as extra rows
@@ -26,6 +26,7 @@ from seqbench.analysis.plots import (
 )
 from seqbench.analysis.runs import external_run, group_by_label
 from seqbench.analysis.summary import (
+    bucket_significance,
     length_distance_cells,
     present_breakdowns,
     seed_significance,
@@ -34,6 +35,7 @@ from seqbench.analysis.summary import (
 )
 from seqbench.common.errors import InputError
 from seqbench.report.markdown import (
+    markdown_bucket_tests,
     markdown_by_bucket,
     markdown_compute_to_target,
     markdown_length_distance,
@@ -108,7 +110,7 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     groups = group_by_label(runs, split)
     rows = summary_rows(groups, split)
     tests = significance(groups, split, n_samples)
-    seed_tests = seed_significance(groups, split, n_samples)
+    seed_tests = seed_significance(groups, split)
 
     breakdowns = present_breakdowns(groups, split)
     figures = {**{b.name: plot_by_bucket(groups, split, b) for b in breakdowns},
@@ -129,24 +131,34 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         *_cut_short_warning(runs, out),
         *_shared_timing_warning(runs, out),
         f"Values are means ± the 95% confidence interval over seeds (Student's t; one seed: the value alone). BLEU "
-        f"and chrF are sacreBLEU ({signature}). `p vs {best} (seeds)`: a two-sided bootstrap ({n_samples} "
-        "resamples) of the difference in mean BLEU that resamples seeds and test sentences together, so training "
-        f"variance counts (seqbench.analysis.seeds). `p vs {best} (run pairs)`: sacreBLEU's paired bootstrap "
-        "(paired-bs) on each seed-matched pair of runs, the largest p over the pairs: test-set sampling only. "
-        f"`≤ 2/{n_samples + 1}`, `≤ 1/{n_samples + 1}`: the bootstraps' floors, where more resamples would only "
-        "lower p. "
+        f"and chrF are sacreBLEU ({signature}). Seeds are the unit of inference: `Δ BLEU vs {best}` is the "
+        f"difference of the seed means with Welch's t 95% interval, and `p vs {best} (seeds, Holm)` a two-sided "
+        "permutation test of that difference over seeds (every split enumerated; scipy.stats), Holm-adjusted "
+        "across all the pairs of this report, with the smallest p the design can reach beside it (3 vs 3 seeds: "
+        "0.10; 5 vs 5: 0.0079), so a p at its floor says the seeds did not overlap, not that the difference is "
+        f"large (seqbench.analysis.seeds). `p vs {best} (run pairs)`: sacreBLEU's paired bootstrap (paired-bs, "
+        f"{n_samples} resamples) on each seed-matched pair of runs, the largest p over the pairs: whether those "
+        f"trained models differ on this test set, not whether the families do; `≤ 1/{n_samples + 1}` is its floor. "
         "Throughput: training target tokens/s and steps/s in the steady state; decoding sentences/s over a fixed "
         "test subset, greedy and with the configured beam (k); MFU: achieved training FLOP/s (3x the model's "
         "analytic forward FLOPs) over the machine's cached matrix-product peak (seqbench.measure.peaks).", "",
         "## Significance between every two models", "",
-        "Over seeds and sentences (n/a: no common test set or no hypotheses):", "",
+        "Over seeds (row minus column: difference of seed means [Welch 95% CI]; permutation p, Holm-adjusted, with "
+        "its floor; n/a: a model without scores):", "",
         markdown_pairwise([r["label"] for r in rows], seed_tests, n_samples, per_pair=False), "",
-        "Largest per-sentence paired-bootstrap p-value over seed-matched pairs of runs:", "",
+        "Largest per-sentence paired-bootstrap p-value over seed-matched pairs of runs (trained models, not "
+        "families):", "",
         markdown_pairwise([r["label"] for r in rows], tests, n_samples), "",
     ]
     for b in breakdowns:
         lines += [f"## {b.title}", "", b.note, "", markdown_by_bucket(groups, split, b), "",
                   f"![{b.title}]({b.name}.png)", ""]
+        bucket_tests = bucket_significance(groups, split, b)
+        if bucket_tests:
+            lines += ["Every two models in every bucket, over seeds (difference of seed means [Welch 95% CI]; "
+                      "permutation p, Holm-adjusted across the pair's buckets, with its floor):", "",
+                      markdown_bucket_tests(bucket_tests, list(dict.fromkeys(
+                          bucket for pair in bucket_tests.values() for bucket in pair))), ""]
     for kind in ("agreement", "reference"):
         accuracy = length_distance_cells(groups, split, kind, "accuracy")
         if not accuracy:

@@ -1,0 +1,217 @@
+"""seqbench.sweep.halving: the search file, its rungs, promotions, confirmation and budget; a promoted job continues
+its run; the whole search through `seqbench sweep` in the integration tier."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from seqbench.config.composed import validate
+from seqbench.sweep import halving, space
+from seqbench.sweep.spec import SweepError
+
+from conftest import ROOT, TINY, TINY_MODELS, compose_train, seqbench_cli, train_in_process
+
+SEARCH = ROOT / "sweeps" / "recipe_halving.yaml"
+
+
+def test_the_recipe_search_gives_every_family_the_same_budget_draws_and_rungs():
+    config = halving.load(SEARCH)
+    assert halving.keep_counts(config) == [64, 21, 7]
+    assert halving.budget(config) == {"search": 64 * 300 + 21 * 600 + 7 * 1500, "confirm": 5 * 2 * 2400}
+    assert config["rungs"][-1] == compose_train(["experiment=equal_compute"])["trainer"]["max_steps"], \
+        "the last rung is the budget the recipes are used at"
+    families = halving.family_configurations(config, 0)
+    assert set(families) == {"transformer", "rnnsearch_small", "cnn"}
+    shared = list(config["shared"])
+    for configs in zip(*families.values()):
+        assert len({json.dumps({k: c[k] for k in shared}) for c in configs}) == 1
+    lrs = [c["optimizer.lr"] for c in families["transformer"]]
+    assert sum(2e-3 <= lr <= 5e-3 for lr in lrs) >= 14  # the region the hand-found recipe lies in: 64 * 0.23 = 15
+
+
+def test_every_configuration_of_the_recipe_search_composes_into_a_valid_config():
+    """The first configurations and the corners of the space (every dimension at its low, then its high end), for
+    every family, compose, pass the config checks and reach the keys they name."""
+    config = halving.load(SEARCH)
+    draws = halving.family_configurations(config, 0)
+    for family, body in config["families"].items():
+        dimensions = {**config["shared"], **(body.get("factors") or {})}
+        corners = [{name: space.value_at(spec, u) for name, spec in dimensions.items()} for u in (0.0, 0.9999)]
+        for params in draws[family][:3] + corners:
+            job = halving.Job(family, "search", 0, config["rungs"][0], 1)
+            cfg = compose_train(halving.job_overrides(config, params, job))
+            validate(cfg)
+            assert cfg.trainer.max_steps == 300 and cfg.scheduler.total_steps == 2400
+            for name, value in params.items():
+                node = cfg
+                for part in name.split("."):
+                    node = node[part]
+                assert node == value, (family, name, node, value)
+
+
+def _records(config: dict, family: str, scores: dict[tuple[int, int], float | None], seed: int = 1) -> dict:
+    """Hand-made job records: {(index, steps): val BLEU or None (a failed job)}."""
+    out = {}
+    for (index, steps), score in scores.items():
+        stage = "search" if seed == 1 else "confirm"
+        key = halving.Job(family, stage, index, steps, seed).key
+        out[key] = halving.Record(key, "complete" if score is not None else "failed", score, steps, 1.0, "")
+    return out
+
+
+TINY_SEARCH = {"search": "successive_halving", "program": "train.py", "configurations": 8, "rungs": [10, 30, 90],
+               "keep": 2, "confirm": {"top": 2, "seeds": [1, 2]},
+               "shared": {"optimizer.lr": {"distribution": "log_uniform_values", "min": 1e-4, "max": 1e-2}},
+               "families": {"a": {}, "b": {}}, "constants": {"seed": 1}}
+
+
+def test_each_rung_promotes_its_best_half_failed_jobs_last_ties_to_the_lower_index():
+    config = TINY_SEARCH
+    scores = {(0, 10): 5.0, (1, 10): None, (2, 10): 9.0, (3, 10): 7.0, (4, 10): 7.0, (5, 10): 1.0, (6, 10): 0.0,
+              (7, 10): 8.0}
+    records = _records(config, "a", scores)
+    state = halving.progress(config, "a", records)
+    assert state["rungs"][1]["configurations"] == [2, 7, 3, 4]  # 9, 8, 7, 7 (3 before 4)
+    assert [job.index for job in state["pending"]] == [2, 7, 3, 4] and state["pending"][0].steps == 30
+    records |= _records(config, "a", {(2, 30): 20.0, (7, 30): 30.0, (3, 30): 10.0, (4, 30): None})
+    state = halving.progress(config, "a", records)
+    assert state["rungs"][2]["configurations"] == [7, 2]
+    records |= _records(config, "a", {(7, 90): 50.0, (2, 90): 60.0})
+    state = halving.progress(config, "a", records)
+    assert state["finalists"] == [2, 7] and state["chosen"] is None
+    assert [(job.stage, job.index, job.seed, job.steps) for job in state["pending"]] == \
+        [("confirm", 2, 2, 90), ("confirm", 7, 2, 90)]  # seed 1 of each finalist is its search run
+    records |= _records(config, "a", {(2, 90): 40.0, (7, 90): 56.0}, seed=2)
+    state = halving.progress(config, "a", records)
+    assert state["pending"] == [] and state["chosen"]["index"] == 7  # mean 53 against 50: the best mean, not the
+    assert state["chosen"]["scores"] == [50.0, 56.0]                  # best single run
+
+
+def test_families_interleave_and_a_family_waits_for_its_whole_rung():
+    config = TINY_SEARCH
+    jobs = halving.pending(config, {})
+    assert [(j.family, j.index) for j in jobs[:4]] == [("a", 0), ("b", 0), ("a", 1), ("b", 1)]
+    records = _records(config, "a", {(i, 10): float(i) for i in range(7)})  # a's job 7 still missing
+    jobs = halving.pending(config, records)
+    assert [(j.family, j.steps) for j in jobs if j.family == "a"] == [("a", 10)]
+
+
+def test_budget_is_the_same_whatever_the_family_learns():
+    assert halving.budget(TINY_SEARCH) == {"search": 8 * 10 + 4 * 20 + 2 * 60, "confirm": 2 * 1 * 90}
+    spent = {r: halving._spent(TINY_SEARCH, halving.Record(f"a/search/0/{r}/1", "complete", 1.0, r, 1.0, ""))
+             for r in (10, 30, 90)}
+    assert spent == {10: 10, 30: 20, 90: 60}
+
+
+def test_a_job_trains_to_its_rung_on_the_schedule_of_the_last_rung():
+    job = halving.Job("a", "search", 3, 30, 1)
+    overrides = halving.job_overrides({**TINY_SEARCH, "families": {"a": {"overrides": {"model": "cnn"}}}},
+                                      {"optimizer.lr": 0.001}, job)
+    assert overrides[0] == "model=cnn"
+    assert overrides[-2:] == ["trainer.max_steps=30", "scheduler.total_steps=90"]
+    assert halving._override("optimizer.betas", [0.9, 0.98]) == "optimizer.betas=[0.9,0.98]"
+    assert halving._override("model.norm_first", True) == "model.norm_first=true"
+    assert halving._override("trainer.check_val_every_n_epoch", None) == "trainer.check_val_every_n_epoch=null"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"configurations": 48}, "a power of two"),
+    ({"rungs": [30, 10]}, "increasing positive update counts"),
+    ({"keep": 1}, "an integer >= 2"),
+    ({"confirm": {"top": 2, "seeds": [2, 3]}}, "the search's own seed"),
+    ({"families": {"a": {"factors": {"optimizer.lr": {"values": [1e-3]}}}}}, "also a shared dimension"),
+    ({"extra": 1}, "unknown key 'extra'"),
+    ({"metric": {"name": "val/nll", "goal": "minimize"}}, "maximises val/bleu"),
+])
+def test_a_bad_search_file_is_one_line(tmp_path, change, message):
+    path = tmp_path / "search.yaml"
+    path.write_text(yaml.safe_dump({**TINY_SEARCH, **change}))
+    with pytest.raises(SweepError, match=message):
+        halving.load(path)
+
+
+def test_a_directory_of_another_search_is_refused(tmp_path):
+    (tmp_path / "summary.json").write_text(json.dumps({"search": {**TINY_SEARCH, "keep": 3}, "seed": 0, "jobs": []}))
+    with pytest.raises(SweepError, match="holds another search"):
+        halving.recorded(tmp_path, TINY_SEARCH, 0)
+
+
+def test_the_chosen_configuration_is_written_as_a_recipe_file():
+    text = halving.recipe_yaml({"optimizer.lr": 0.00257, "scheduler.kind": "cosine", "model.norm_first": True})
+    assert text.startswith("# @package _global_\n")
+    assert yaml.safe_load(text) == {"optimizer": {"lr": 0.00257}, "scheduler": {"kind": "cosine"},
+                                    "model": {"norm_first": True}}
+
+
+def test_a_promoted_job_continues_its_run_to_the_uninterrupted_result(tmp_path, caplog):
+    """Rung 1 to 4 updates, then promoted to 8 in the same run directory, on a cosine schedule defined for 8: the
+    same validation NLL at update 8 and the same validation BLEU as one run of 8 updates."""
+    common = [*(o for o in TINY if not o.startswith(("trainer.max_steps", "debug="))), *TINY_MODELS["transformer"],
+              "trainer.max_epochs=-1", "trainer.check_val_every_n_epoch=null", "trainer.val_check_interval=4",
+              "scheduler.kind=cosine", "scheduler.warmup_steps=2", "scheduler.total_steps=8", "test=false",
+              "module.val_bleu=false", "logger=csv"]
+    train_in_process(tmp_path / "promoted", [*common, "trainer.max_steps=4"])
+    caplog.clear()
+    with caplog.at_level("INFO"):
+        promoted = train_in_process(tmp_path / "promoted", [*common, "trainer.max_steps=8"])
+    assert "Restored all states from the checkpoint" in caplog.text  # it continued, and did not start again
+    whole = train_in_process(tmp_path / "whole", [*common, "trainer.max_steps=8"])
+    assert promoted["train"]["steps"] == whole["train"]["steps"] == 8
+    assert [p["nll"] for p in promoted["curve"]] == [p["nll"] for p in whole["curve"]]
+    assert promoted["valid"]["bleu"] == whole["valid"]["bleu"]
+
+
+def test_count_is_refused_for_a_search_file(capsys):
+    status, _, err = seqbench_cli(["sweep", str(SEARCH), "--count", "3"], capsys)
+    assert status == 2 and err.strip().splitlines() == [
+        "error: --count: a successive-halving search runs its file's configurations and rungs; set configurations "
+        "in the file instead"]
+
+
+@pytest.mark.integration
+def test_a_tiny_search_runs_promotes_confirms_and_resumes(tmp_path):
+    """`seqbench sweep` over a two-configuration search: both train to the first rung, the better one continues from
+    its last.ckpt, the second seed confirms it, the recipe file is written; a rerun runs nothing, and a job whose
+    record is lost runs again."""
+    constants = {o.split("=", 1)[0]: o.split("=", 1)[1] for o in
+                 [*(o for o in TINY if not o.startswith(("trainer.max_steps", "debug="))), *TINY_MODELS["transformer"]]
+                 if not o.startswith("model=")}
+    config = {**TINY_SEARCH, "configurations": 2, "rungs": [4, 8], "confirm": {"top": 1, "seeds": [1, 2]},
+              "families": {"transformer": {"overrides": {"model": "transformer"},
+                                           "factors": {"model.norm_first": {"values": [False, True]}}}},
+              "constants": {**constants, "recipe": "none", "seed": 1, "trainer.max_epochs": -1,
+                            "trainer.check_val_every_n_epoch": None, "trainer.val_check_interval": 4,
+                            "module.val_bleu": False, "test": False, "logger": "csv"}}
+    search = tmp_path / "search.yaml"
+    search.write_text(yaml.safe_dump(config, sort_keys=False))
+    out = tmp_path / "out"
+    env = {**os.environ, "SEQBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "seqbench", "sweep", str(search), "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    state = summary["families"]["transformer"]
+    assert [r["configurations"] for r in state["rungs"]] == [[0, 1], [state["finalists"][0]]]
+    best = state["finalists"][0]
+    assert state["chosen"]["index"] == best and len(state["chosen"]["scores"]) == 2
+    log = (out / "transformer" / f"{best:03d}" / "stdout.log").read_text()
+    assert "Restored all states from the checkpoint" in log  # rung 2 continued rung 1's run
+    assert state["updates_spent"] == 2 * 4 + 4 + 8
+    recipe = yaml.safe_load((out / "recipes" / "transformer.yaml").read_text())
+    assert recipe["model"]["norm_first"] == state["configurations"][best]["params"]["model.norm_first"]
+
+    again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "4 jobs recorded" in again.stdout and ": complete" not in again.stdout
+    summary["jobs"] = [j for j in summary["jobs"] if "/confirm/" not in j["key"]]
+    (out / "summary.json").write_text(json.dumps(summary))
+    third = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert third.returncode == 0 and third.stdout.count(": complete") == 1 and "confirm" in third.stdout
+    assert math.isclose(json.loads((out / "summary.json").read_text())["families"]["transformer"]["chosen"]["mean"],
+                        state["chosen"]["mean"])
