@@ -103,6 +103,30 @@ def test_translate_file_in_batches_with_attention_maps(run_dir, tmp_path):
     assert all(len(line.split()) <= 1 for line in out.read_text().splitlines())
 
 
+def test_a_line_longer_than_the_models_positions_is_cut_with_one_warning(run_dir, tmp_path, capsys):
+    """A 5,000-word line beside two ordinary ones: one output line per input line, and one warning on stderr; the
+    ordinary lines translate as they do alone."""
+    from seqbench.commands.translate import main
+    from seqbench.models.interface import family_of
+
+    spec = json.loads(RunDir(run_dir).model_file.read_text())
+    limit = family_of(spec["model"]).position_limit(spec["model"])
+    assert limit is not None and limit < 5000
+    short = (run_dir / "sources.test.txt").read_text().splitlines()[:2]
+    source = tmp_path / "src.txt"
+    source.write_text(f"{short[0]}\n{' '.join(['word'] * 5000)}\n{short[1]}\n")
+    capsys.readouterr()
+    main([str(run_dir), "--input", str(source), "--output", str(tmp_path / "out.txt"), "--beam", "1"])
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and f"cut to their first {limit - 1} tokens" in warnings[0]
+    lines = (tmp_path / "out.txt").read_text().split("\n")[:-1]
+    assert len(lines) == 3
+    alone = tmp_path / "short.txt"
+    alone.write_text(f"{short[0]}\n{short[1]}\n")
+    main([str(run_dir), "--input", str(alone), "--output", str(tmp_path / "alone.txt"), "--beam", "1"])
+    assert (tmp_path / "alone.txt").read_text().split("\n")[:-1] == [lines[0], lines[2]]
+
+
 def test_averaging_identical_checkpoints_is_the_identity(run_dir, tmp_path):
     from seqbench.commands.average import main
 

@@ -14,7 +14,8 @@ COMMANDS = {
     "average": ("average", "average a run's recent checkpoints"),
     "export": ("export", "export a trained run as a standalone model folder"),
     "bench": ("bench", "training and decoding speed of the reference models beside plain PyTorch"),
-    "sweep": ("sweep", "run a W&B sweep file's trials locally, without a W&B server"),
+    "sweep": ("sweep", "run a W&B sweep file's trials locally, or a successive-halving recipe search"),
+    "tune-decoding": ("tune_decoding", "choose a model's beam size and length penalty on validation"),
     "report": ("report", "compare finished runs: tables, significance, plots"),
     "data": ("data", "describe a corpus as a run would see it (data describe data=bible ...)"),
 }

@@ -3,7 +3,8 @@
 RUN_DIR is a run directory (its best checkpoint unless `--checkpoint last|PATH`), a .ckpt inside one, or an exported
 folder (`seqbench export`); nothing else is read, so a run copied to another machine works offline.
 Without --input, sentences are read from stdin and each translation is written to stdout (and flushed) as soon as
-its line is read: interactive use, or a pipe. With --input, the file is translated in token-budget batches of
+its line is read: interactive use, or a pipe. Every input line gets one output line: a line longer than the model's
+positions is cut to what it can take (warned once on stderr). With --input, the file is translated in token-budget batches of
 similar lengths (as at test time) with a progress bar on stderr, and written to --output (or stdout) in input
 order. Decoding uses the run's own settings (`module.decoding`) unless --beam, --length-penalty, --max-len-a or
 --max-len-b say otherwise, through the same beam search as validation and test. `--attention DIR` writes the
@@ -22,77 +23,52 @@ import torch
 
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
-from seqbench.data.batching import collate, token_budget_batches
 from seqbench.decoding.attention import attention_example
-from seqbench.decoding.search import DecodingConfig, generate
+from seqbench.decoding.search import DecodingConfig
+from seqbench.decoding.translator import SearchDecoder, Translator
+from seqbench.models.interface import family_of
 from seqbench.rundir.loading import LoadedModel, load_run
 
 
-class Translator:
-    """Source sentences -> detokenised translations with a loaded model, on one device."""
+def attention_writer(loaded: LoadedModel, directory: Path, device: torch.device):
+    """save(line number, source line, source ids, hypothesis ids): the sentence's attention map as
+    DIR/<line number>.png. A model without attention is refused here, before anything is translated."""
+    from seqbench.analysis.plots import plot_attention
 
-    def __init__(self, loaded: LoadedModel, decoding: DecodingConfig, device: torch.device,
-                 attention_dir: Path | None = None, engine=None):
-        self.model, self.tokenizers = loaded.model.to(device), loaded.tokenizers
-        self.decoding, self.device, self.attention_dir = decoding, device, attention_dir
-        self.engine = engine  # a seqbench.decoding.ctranslate2.Engine, or None: seqbench's own search
-        if attention_dir is not None:
-            if self._attention([4], []) is None:  # any token will do: the model either returns maps or never does
-                raise InputError(f"{loaded.root}: this model has no attention: --attention does not apply")
-            attention_dir.mkdir(parents=True, exist_ok=True)
+    model = loaded.model.to(device)
+    if attention_example(model, loaded.tokenizers, [4], [], device)["attention"] is None:
+        raise InputError(f"{loaded.root}: this model has no attention: --attention does not apply")
+    directory.mkdir(parents=True, exist_ok=True)
 
-    def _attention(self, src_ids: list[int], hypothesis: list[int]):
-        return attention_example(self.model, self.tokenizers, src_ids, hypothesis, self.device)["attention"]
-
-    @torch.no_grad()
-    def translate(self, lines: list[str], numbers: list[int]) -> list[str]:
-        """`numbers` are the sentences' line numbers, which name their attention maps."""
-        ids = self.tokenizers.encode_src(lines)
-        todo = [i for i, s in enumerate(ids) if s]  # an empty source has nothing to attend to: empty output
-        out = [""] * len(lines)
-        if not todo:
-            return out
-        if self.engine is not None:
-            hypotheses = self.engine.generate([ids[i] for i in todo], self.decoding)
-        else:
-            batch = collate([(i, ids[i], []) for i in todo])
-            hypotheses = generate(self.model, batch["src"].to(self.device), batch["src_mask"].to(self.device),
-                                  self.decoding)
-        for i, hypothesis, text in zip(todo, hypotheses, self.tokenizers.decode_tgt(hypotheses)):
-            out[i] = text
-            if self.attention_dir is not None:
-                self._save_attention(ids[i], hypothesis, numbers[i], lines[i])
-        return out
-
-    def _save_attention(self, src_ids: list[int], hypothesis: list[int], number: int, source: str) -> None:
-        from seqbench.analysis.plots import plot_attention
-
-        example = attention_example(self.model, self.tokenizers, src_ids, hypothesis, self.device)
+    def save(number: int, source: str, source_ids: list[int], hypothesis: list[int]) -> None:
+        if not source_ids:
+            return
+        example = attention_example(model, loaded.tokenizers, source_ids, hypothesis, device)
         title = f"line {number}: {source[:80]}{'...' if len(source) > 80 else ''}"
-        plot_attention(example, title).savefig(self.attention_dir / f"{number:06d}.png", dpi=120)
+        plot_attention(example, title).savefig(directory / f"{number:06d}.png", dpi=120)
+
+    return save
 
 
-def translate_stream(translator: Translator, stdin, stdout) -> None:
-    """One line in, one line out, flushed: usable interactively and as a filter in a pipe."""
+def translate_stream(translator: Translator, stdin, stdout, save=None) -> None:
+    """One line in, one line out, flushed: usable interactively and as a filter in a pipe. `save`: an
+    attention_writer's."""
     for number, line in enumerate(iter(stdin.readline, ""), start=1):
-        print(translator.translate([line.rstrip("\r\n")], [number])[0], file=stdout, flush=True)
+        line = line.rstrip("\r\n")
+        each = None if save is None else lambda _, source_ids, hypothesis: save(number, line, source_ids, hypothesis)
+        print(translator.translate([line], each=each)[0], file=stdout, flush=True)
 
 
-def translate_file(translator: Translator, lines: list[str], max_tokens: int) -> list[str]:
-    """All lines in token-budget batches of similar source lengths, with a progress bar on stderr."""
+def translate_file(translator: Translator, lines: list[str], max_tokens: int, save=None) -> list[str]:
+    """All lines in token-budget batches of similar source lengths, with a progress bar on stderr. `save`: an
+    attention_writer's."""
     from rich.console import Console
     from rich.progress import Progress
 
-    lengths = [len(s) for s in translator.tokenizers.encode_src(lines)]
-    batches = token_budget_batches(lengths, lengths, max(max_tokens, max(lengths, default=1)))
-    out = [""] * len(lines)
+    each = None if save is None else lambda i, source_ids, hypothesis: save(i + 1, lines[i], source_ids, hypothesis)
     with Progress(console=Console(stderr=True), transient=False) as progress:
         task = progress.add_task("translating", total=len(lines))
-        for batch in batches:
-            for i, text in zip(batch, translator.translate([lines[i] for i in batch], [i + 1 for i in batch])):
-                out[i] = text
-            progress.advance(task, len(batch))
-    return out
+        return translator.translate(lines, max_tokens, lambda n: progress.advance(task, n), each)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -130,9 +106,10 @@ def decoding_config(base: DecodingConfig, args: argparse.Namespace) -> DecodingC
     return cfg
 
 
-def _engine(args: argparse.Namespace, loaded: LoadedModel):
+def decoder(args: argparse.Namespace, loaded: LoadedModel):
+    """The decoder --engine names: seqbench's search over the loaded model, or CTranslate2 over its export."""
     if args.engine == "seqbench":
-        return None
+        return SearchDecoder(loaded.model, args.device)
     from seqbench.decoding.ctranslate2 import Engine
     from seqbench.rundir.layout import RunDir
 
@@ -154,20 +131,21 @@ def main(argv: list[str] | None = None) -> None:
     if args.input is not None and not args.input.is_file():
         raise InputError(f"--input {args.input}: no such file")
     loaded = load_run(args.run, args.checkpoint)
-    translator = Translator(loaded, decoding_config(loaded.decoding, args), torch.device(args.device),
-                            args.attention, _engine(args, loaded))
+    device = torch.device(args.device)
+    limit = family_of(loaded.spec["model"]).position_limit(loaded.spec["model"])
+    translator = Translator(decoder(args, loaded), loaded.tokenizers, decoding_config(loaded.decoding, args), limit)
+    save = attention_writer(loaded, args.attention, device) if args.attention is not None else None
     if args.input is None:
         if sys.stdin.isatty():
             print(f"translating with {loaded.weights}: one sentence per line, Ctrl-D to end", file=sys.stderr)
-        translate_stream(translator, sys.stdin, sys.stdout)
+        translate_stream(translator, sys.stdin, sys.stdout, save)
         return
     try:
         lines = args.input.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as error:
         raise InputError(f"--input {args.input}: not UTF-8 text ({error.reason} at byte {error.start})") from error
-    text = "".join(line + "\n" for line in translate_file(translator, lines, args.max_tokens))
+    text = "".join(line + "\n" for line in translate_file(translator, lines, args.max_tokens, save))
     if args.output is None:
         sys.stdout.write(text)
     else:
         atomic_write_text(args.output, text)
-
