@@ -225,3 +225,16 @@ def test_valid_edge_values_pass():
                  "scheduler.warmup_steps=10", "scheduler.total_steps=10", "+trainer.strategy=ddp",
                  "trainer.val_check_interval=200", "trainer.deterministic=warn", "logger=none"]
     validate(compose_train(overrides))
+
+
+@pytest.mark.parametrize("argv", [
+    ["bench", "--families", "lstmformer"], ["bench", "--steps", "0"], ["bench", "--threads", "-1"],
+    ["export", "RUN", "OUT", "--format", "onnx2"], ["translate", "RUN", "--engine", "tensorrt"],
+    ["sweep", "sweeps/recipe_rnn.yaml", "--count", "0"], ["score", "--hyp", "h"], ["report"],
+    ["tune-decoding", "RUN"], ["data", "explain"], ["average", "RUN", "--last", "x"],
+], ids=" ".join)
+def test_every_commands_argument_errors_are_one_line(argv, capsys):
+    status, out, err = seqbench_cli(argv, capsys)
+    assert status == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and err.startswith(f"error: seqbench {argv[0]}: "), err
+    assert f"(see seqbench {argv[0]} --help)" in err

@@ -97,15 +97,16 @@ def test_every_documented_seqbench_command_parses(argv):
     assert argv[0] in COMMANDS, f"seqbench {argv[0]}: no such command (commands: {', '.join(COMMANDS)})"
     if len(argv) > 1:  # a bare `seqbench average` in prose names the command; it is not a command line
         module = importlib.import_module(f"seqbench.commands.{COMMANDS[argv[0]][0]}")
-        module.parse_args(_with_examples(argv[1:]))  # argparse exits (status 2) on an unknown or missing argument
+        module.parse_args(_with_examples(argv[1:]))  # InputError (one line) on an unknown or missing argument
 
 
 def test_a_broken_command_line_is_caught():
     """The check above can fail: an unknown option and a missing required one both stop argparse."""
     from seqbench.commands import score
+    from seqbench.common.errors import InputError
 
     for argv in (["--hyp", "h", "--ref", "r", "--no-such-option"], ["--hyp", "h"]):
-        with pytest.raises(SystemExit):
+        with pytest.raises(InputError):
             score.parse_args(argv)
 
 

@@ -20,7 +20,6 @@ from typing import NamedTuple, Sequence
 import numpy as np
 from scipy import stats
 
-
 CONFIDENCE = 0.95
 MAX_EXACT = 10_000  # permutation tests enumerate every split up to this many (7 vs 7 seeds: 3,432), sample beyond
 

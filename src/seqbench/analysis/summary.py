@@ -1,6 +1,6 @@
 """Per-model means and 95% confidence intervals over seeds, significance between models (over seeds, Holm-corrected
-across a table's pairs; per seed-matched pair of runs over sentences), and the bucketed breakdowns (BLEU by length, by structure) a run
-records: the numbers behind the report's tables and plots."""
+across a table's pairs; per seed-matched pair of runs over sentences), and the bucketed breakdowns (BLEU by length,
+by structure) a run records: the numbers behind the report's tables and plots."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -87,7 +87,7 @@ def seed_significance(groups: dict[str, list[Run]], split: str = "test", metric:
     return tests
 
 
-def bucket_significance(groups: dict[str, list[Run]], split: str, breakdown: "Breakdown") -> dict:
+def bucket_significance(groups: dict[str, list[Run]], split: str, breakdown: Breakdown) -> dict:
     """Each pair of models compared over seeds in every bucket of a breakdown, Holm-corrected across the buckets of
     the pair (a claim such as "apart at every length" rests on all of them): {(label_a, label_b): {bucket: {SeedTest's
     fields, "holm_p"}}}."""

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_torch_save
 from seqbench.rundir.checkpoints import checkpoint_spec, read_checkpoint
@@ -84,7 +85,7 @@ def average_checkpoints(paths: list[Path], last: int | None = None) -> tuple[dic
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command's arguments (one convention for every command: the tests parse the documented commands)."""
-    parser = argparse.ArgumentParser(prog="seqbench average", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="seqbench average", description=__doc__.split("\n\n")[0])
     parser.add_argument("inputs", nargs="+", type=Path, help="run directories and/or .ckpt files of one run")
     parser.add_argument("--last", type=int, help="average only the N newest checkpoints (by update)")
     parser.add_argument("--output", type=Path, required=True, help="the averaged checkpoint to write")

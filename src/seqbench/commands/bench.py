@@ -24,7 +24,6 @@ engine's, with the ratios. Those rows need the ctranslate2 extra; without it the
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -37,6 +36,7 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 
+from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
 from seqbench.common.tokens import BOS_ID, EOS_ID, PAD_ID
@@ -402,7 +402,7 @@ def _usable_cores() -> int:
 
 
 def parse_args(argv: list[str] | None):
-    parser = argparse.ArgumentParser(prog="seqbench bench", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="seqbench bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--families", default=",".join(FAMILIES),
                         help="comma-separated reference models to run (default: all of transformer,rnn,cnn)")
     parser.add_argument("--preset", action="append", default=[], metavar="NAME",

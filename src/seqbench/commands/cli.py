@@ -13,11 +13,12 @@ escapes it. A user who sets HYDRA_FULL_ERROR=1 gets the full traceback of everyt
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from typing import Callable, Sequence
 
-from seqbench.common.errors import one_line
+from seqbench.common.errors import InputError, one_line
 
 _FULL_ERROR = "HYDRA_FULL_ERROR"
 _composing = False  # True from run_command's start until a Hydra task function calls composition_done()
@@ -64,3 +65,11 @@ def run_command(main: Callable[[Sequence[str] | None], int | None], argv: Sequen
     finally:
         composition_done()
     return int(status or 0)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse for every command, whose mistakes are one line like every other mistake: `error: seqbench bench:
+    argument --threads: ... (seqbench bench --help)` and exit status 2, instead of the usage block."""
+
+    def error(self, message: str):
+        raise InputError(f"{self.prog}: {message} (see {self.prog} --help)")

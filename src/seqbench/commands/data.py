@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from seqbench.commands.cli import ArgumentParser
 from seqbench.config.compose import compose
 
 
@@ -76,7 +77,7 @@ def print_report(report: dict) -> None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command's arguments (one convention for every command: the tests parse the documented commands)."""
-    parser = argparse.ArgumentParser(prog="seqbench data", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="seqbench data", description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["describe"], help="describe: sizes, length histograms, vocabularies")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. data=bible data.corpus.pair=en-fr")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_path
 from seqbench.rundir.layout import CONFIG_FILE, TOKENIZERS_DIR, RunDir
@@ -133,7 +134,7 @@ def export(run: Path, out: Path, checkpoint: str = "best", model_format: str = "
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command's arguments (one convention for every command: the tests parse the documented commands)."""
-    parser = argparse.ArgumentParser(prog="seqbench export", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="seqbench export", description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="run directory (or a .ckpt inside one)")
     parser.add_argument("out", type=Path, help="folder to create (must not exist, or be empty)")
     parser.add_argument("--checkpoint", default="best", help="best, last, or a .ckpt path")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from seqbench.analysis.compute import DEFAULT_TARGETS
+from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
 from seqbench.report import write_report
 from seqbench.report.sweep import is_sweep_dir, write_sweep_report
@@ -26,7 +27,7 @@ def _external(items: list[str]) -> dict[str, str]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command's arguments (one convention for every command: the tests parse the documented commands)."""
-    parser = argparse.ArgumentParser(prog="seqbench report", description=__doc__.split(":", 1)[0])
+    parser = ArgumentParser(prog="seqbench report", description=__doc__.split(":", 1)[0])
     parser.add_argument("runs", nargs="+", help="run or multirun directories (results.json found recursively), one "
                                                 "sweep directory of `seqbench sweep`, or several (recipe searches "
                                                 "side by side)")

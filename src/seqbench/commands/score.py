@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
 from seqbench.common.io import read_lines
 from seqbench.common.text import DEFAULT_LENGTH_EDGES
@@ -73,7 +74,7 @@ def format_scores(scores: dict) -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command's arguments (one convention for every command: the tests parse the documented commands)."""
-    parser = argparse.ArgumentParser(prog="seqbench score",
+    parser = ArgumentParser(prog="seqbench score",
                                      description="Score any system's output exactly as seqbench scores its runs.")
     parser.add_argument("--hyp", required=True, help="the system's detokenised hypotheses, one per line")
     parser.add_argument("--ref", required=True, help="the references, one per line")

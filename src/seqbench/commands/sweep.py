@@ -6,12 +6,13 @@ import argparse
 import signal
 import sys
 
+from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command's arguments (one convention for every command: the tests parse the documented commands)."""
-    parser = argparse.ArgumentParser(prog="seqbench sweep",
+    parser = ArgumentParser(prog="seqbench sweep",
                                      description="Run a W&B sweep file's trials locally, without a W&B server, "
                                                  "or a successive-halving recipe search (search: successive_halving).")
     parser.add_argument("sweep", help="a W&B sweep file, e.g. sweeps/transformer_shape.yaml, or a search file, "

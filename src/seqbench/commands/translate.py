@@ -4,8 +4,8 @@ RUN_DIR is a run directory (its best checkpoint unless `--checkpoint last|PATH`)
 folder (`seqbench export`); nothing else is read, so a run copied to another machine works offline.
 Without --input, sentences are read from stdin and each translation is written to stdout (and flushed) as soon as
 its line is read: interactive use, or a pipe. Every input line gets one output line: a line longer than the model's
-positions is cut to what it can take (warned once on stderr). With --input, the file is translated in token-budget batches of
-similar lengths (as at test time) with a progress bar on stderr, and written to --output (or stdout) in input
+positions is cut to what it can take (warned once on stderr). With --input, the file is translated in token-budget
+batches of similar lengths (as at test time) with a progress bar on stderr, and written to --output (or stdout) in input
 order. Decoding uses the run's own settings (`module.decoding`) unless --beam, --length-penalty, --max-len-a or
 --max-len-b say otherwise, through the same beam search as validation and test. `--attention DIR` writes the
 attention map of every translated sentence as DIR/<line number>.png. An empty line translates to an empty line.
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
 from seqbench.decoding.attention import attention_example
@@ -55,7 +56,8 @@ def translate_stream(translator: Translator, stdin, stdout, save=None) -> None:
     attention_writer's."""
     for number, line in enumerate(iter(stdin.readline, ""), start=1):
         line = line.rstrip("\r\n")
-        each = None if save is None else lambda _, source_ids, hypothesis: save(number, line, source_ids, hypothesis)
+        each = None if save is None else \
+            lambda _, source_ids, hypothesis, n=number, text=line: save(n, text, source_ids, hypothesis)
         print(translator.translate([line], each=each)[0], file=stdout, flush=True)
 
 
@@ -72,7 +74,7 @@ def translate_file(translator: Translator, lines: list[str], max_tokens: int, sa
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="seqbench translate", description=__doc__.split("\n\n")[0],
+    parser = ArgumentParser(prog="seqbench translate", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("run", type=Path, help="run directory, a .ckpt inside one, or an exported folder")
     parser.add_argument("--checkpoint", default="best", help="best, last, or a .ckpt path (run directories only)")

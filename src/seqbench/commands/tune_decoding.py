@@ -7,13 +7,14 @@ import json
 from pathlib import Path
 
 from seqbench.analysis import decoding_tuning
+from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
 from seqbench.decoding.search import NORMALIZATIONS
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="seqbench tune-decoding", description=__doc__.split("\n\n")[0],
+    parser = ArgumentParser(prog="seqbench tune-decoding", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("runs", nargs="+", type=Path, help="run directories of one model (its seeds)")
     parser.add_argument("--out", type=Path, required=True, help="folder for decoding.json and decoding.md")
