@@ -24,7 +24,8 @@ TINY_DATA = ["data.corpus.train_size=60", "data.corpus.valid_per_bucket=1", "dat
              "data.vocab_size=200", "threads=1", "callbacks.progress_bar=null"]
 TINY_TRANSFORMER = ["model.d_model=16", "model.n_heads=2", "model.d_ff=32", "model.encoder_layers=1",
                     "model.decoder_layers=1"]
-ALLOWED_IN_RUN_DIR = {".hydra", "train.log"}  # written by Hydra before the task function runs
+# written by Hydra before the task function runs, and the run-directory lock (seqbench.rundir.lock) taken first
+ALLOWED_IN_RUN_DIR = {".hydra", "train.log", ".lock"}
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU: the request is valid here")
 
 # (case id, overrides, text the one line must contain). "{tmp}" is the test's own temporary directory.

@@ -41,4 +41,4 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     module = importlib.import_module(f"seqbench.commands.{COMMANDS[name][0]}")
-    return run_command(module.main, rest)
+    return run_command(module.main, rest, hydra=name == "train")

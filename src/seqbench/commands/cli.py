@@ -47,13 +47,16 @@ def exit_if_user_error(error: BaseException) -> None:
         sys.exit(2)
 
 
-def run_command(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] | None = None) -> int:
-    """Runs `main(argv)`; returns its exit status (None counts as 0), or 2 after one line for the user's mistake."""
+def run_command(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] | None = None,
+                hydra: bool = False) -> int:
+    """Runs `main(argv)`; returns its exit status (None counts as 0), or 2 after one line for the user's mistake.
+    `hydra`: the command composes a Hydra config (train), whose errors before its task function are Hydra's."""
     global _composing
     if os.environ.get(_FULL_ERROR) == "1":  # the user asked for full traces: nothing to intercept
         return int(main(argv) or 0)
-    _composing = True
-    os.environ[_FULL_ERROR] = "1"  # Hydra re-raises composition errors to us instead of printing them
+    _composing = hydra
+    if hydra:
+        os.environ[_FULL_ERROR] = "1"  # Hydra re-raises composition errors to us instead of printing them
     try:
         status = main(argv)
     except Exception as error:  # noqa: BLE001 - only the user's own mistakes become one line; the rest re-raises

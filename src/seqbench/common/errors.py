@@ -19,6 +19,29 @@ class InputError(ValueError):
     pass
 
 
+class DiskFullError(InputError):
+    """A file could not be written because its file system is full: one line naming the file, no traceback."""
+
+    def __init__(self, path, free_bytes: int | None = None):
+        free = f" ({free_bytes / 2**20:.1f} MiB free there)" if free_bytes is not None else ""
+        super().__init__(f"{path}: cannot be written, no space left on its file system{free}; free some space or "
+                         "write the run elsewhere (hydra.run.dir, paths.log_dir)")
+        self.path = path
+
+
+DISK_FULL_ERRNOS = (28, 122)  # ENOSPC, EDQUOT
+PATH_ERRNOS = (1, 2, 13, 20, 21, 30)  # EPERM, ENOENT, EACCES, ENOTDIR, EISDIR, EROFS: a path the user gave
+
+
+def disk_full(error: BaseException) -> bool:
+    """Whether `error` (or what caused it) says the disk or the quota is full."""
+    while error is not None:
+        if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 def user_error(error: BaseException) -> ValueError | None:
     """The ConfigError or InputError behind `error`, if any: Hydra wraps what instantiated objects raise, so the
     user's own mistake may sit a few `__cause__` links down. None for everything else (a real bug: re-raise it)."""
@@ -96,6 +119,11 @@ def one_line(error: BaseException, before_task: bool = False) -> str | None:
     found = user_error(error)
     if found is not None:
         return _squash(str(found))
+    if disk_full(error):
+        cause = error
+        while not (isinstance(cause, OSError) and cause.errno in DISK_FULL_ERRNOS):
+            cause = cause.__cause__ or cause.__context__
+        return _squash(str(DiskFullError(cause.filename or "a file")))
     from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
     from lightning.fabric.utilities.exceptions import MisconfigurationException
     from omegaconf.errors import InterpolationResolutionError
@@ -125,7 +153,9 @@ def one_line(error: BaseException, before_task: bool = False) -> str | None:
         cause = cause.__cause__
     if cause is not None:
         return f"{key}: {_squash(str(cause))}"
-    if before_task and isinstance(error, OSError) and error.filename:
-        return (f"hydra.run.dir={error.filename}: cannot be written ({error.strerror}); "
-                f"choose a writable hydra.run.dir or paths.log_dir")
+    if isinstance(error, OSError) and error.filename and error.errno in PATH_ERRNOS:
+        if before_task:  # Hydra creating the run directory
+            return (f"hydra.run.dir={error.filename}: cannot be written ({error.strerror}); "
+                    f"choose a writable hydra.run.dir or paths.log_dir")
+        return f"{error.filename}: {error.strerror}"
     return None

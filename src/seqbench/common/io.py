@@ -12,6 +12,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from seqbench.common.errors import DiskFullError, disk_full
+
+NEARLY_FULL_BYTES = 64 * 2**20  # a failed write with less room than this left is taken for a full disk
+
 
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
@@ -26,6 +30,14 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         if tmp.is_dir() and path.is_dir():
             shutil.rmtree(path)  # a folder cannot be renamed over another one
         os.replace(tmp, path)
+    except Exception as error:
+        _remove(tmp)
+        free = shutil.disk_usage(path.parent).free
+        # torch.save reports a full disk as a RuntimeError of its stream writer ("iostream error"), not as ENOSPC:
+        # with that little room left after the partial file is gone, the write failed for want of space
+        if disk_full(error) or free < NEARLY_FULL_BYTES:
+            raise DiskFullError(path, free) from error
+        raise
     finally:
         _remove(tmp)
 

@@ -9,6 +9,7 @@
     <run>/attention.pt            attention maps of a few test sentences (seqbench.decoding.attention)
     <export>/model.safetensors    an exported model's weights (seqbench export), beside model.json and tokenizers/
     <export>/ctranslate2/         the same weights as a CTranslate2 model (seqbench export --format ctranslate2)
+    <run>/.lock                   held by the run using the directory (seqbench.rundir.lock); names its process
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ WEIGHTS_FILE = "model.safetensors"
 CTRANSLATE2_DIR = "ctranslate2"
 ATTENTION_FILE = "attention.pt"
 TEXT_FILES = ("hypotheses", "references", "sources")
+LOCK_FILE = ".lock"
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,10 @@ class RunDir:
     @property
     def attention(self) -> Path:
         return self.path / ATTENTION_FILE
+
+    @property
+    def lock(self) -> Path:
+        return self.path / LOCK_FILE
 
     def text(self, name: str, split: str) -> Path:
         """hypotheses / references / sources of a split, one sentence per line."""

@@ -16,7 +16,7 @@ from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor, Time
 from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from omegaconf import DictConfig, OmegaConf
 
-from seqbench.common.errors import InputError, one_line
+from seqbench.common.errors import DiskFullError, InputError, disk_full, one_line
 from seqbench.config.against_data import check_against_data
 from seqbench.config.composed import validate
 from seqbench.config.environment import check_checkpoint_file
@@ -32,6 +32,7 @@ from seqbench.models.sizing import fit_to_budget
 from seqbench.rundir.checkpoints import load_checkpoint_weights
 from seqbench.rundir.layout import RunDir
 from seqbench.rundir.loading import model_spec, save_run_files
+from seqbench.rundir.lock import run_directory_lock
 from seqbench.rundir.results import completed_record, read_results, summary_metrics, write_results, write_status
 from seqbench.training.callbacks import AtomicCheckpointIO, LearningCurve, TrainThroughput
 from seqbench.training.status import Diverged, Interrupted, SignalGuard, guarded
@@ -122,6 +123,11 @@ def _recorded_run(cfg: DictConfig) -> dict:
     started = time.perf_counter()
     validate(cfg, environment=True)  # devices, writable directories too: before anything is built or written
     run_dir = Path(cfg.paths.output_dir)
+    with run_directory_lock(run_dir):  # a second run in this directory refuses now, before it touches anything
+        return _locked_run(cfg, run_dir, started)
+
+
+def _locked_run(cfg: DictConfig, run_dir: Path, started: float) -> dict:
     if (recorded := _completed_before(cfg, run_dir)) is not None:
         log.info("%s completed before with this config: its results.json stands (delete it to run the job again)",
                  run_dir)
@@ -135,7 +141,8 @@ def _recorded_run(cfg: DictConfig) -> dict:
             _record_stop(cfg, run_dir, status, stop, progress, guard.phase)
             raise
         except Exception as error:
-            if one_line(error) is None:  # a bad input (ours, Hydra's, Lightning's) is one line; a crash is recorded
+            # a bad input (ours, Hydra's, Lightning's) is one line; a crash or a full disk is recorded where it can be
+            if one_line(error) is None or disk_full(error) or isinstance(error, DiskFullError):
                 _record_stop(cfg, run_dir, "failed", error, progress, guard.phase)
             raise
 
@@ -160,13 +167,24 @@ def _completed_before(cfg: DictConfig, run_dir: Path) -> dict | None:
 
 def _record_stop(cfg: DictConfig, run_dir: Path, status: str, error: BaseException, progress: dict,
                  phase: str) -> None:
+    """The stopped run's record, unless the directory holds a completed one (a later attempt's failure never
+    overwrites a finished result; its error line is on stderr) or the disk is too full to write it."""
     trainer = progress.get("trainer")
     if trainer is not None and not trainer.is_global_zero:
         return
+    try:
+        if read_results(run_dir).get("status") == "completed":
+            log.warning("%s keeps its completed results.json; this attempt ended %s: %s", run_dir, status, error)
+            return
+    except InputError:
+        pass  # no record, or an unreadable one: this one replaces it
     last = RunDir(run_dir).last_checkpoint
-    write_status(run_dir, status, error, phase=phase, step=trainer.global_step if trainer is not None else None,
-                 resume_checkpoint=str(last) if last.is_file() else None, label=cfg.compare.label, seed=cfg.seed,
-                 run_dir=str(run_dir.resolve()), config=OmegaConf.to_container(cfg, resolve=True))
+    try:
+        write_status(run_dir, status, error, phase=phase, step=trainer.global_step if trainer is not None else None,
+                     resume_checkpoint=str(last) if last.is_file() else None, label=cfg.compare.label, seed=cfg.seed,
+                     run_dir=str(run_dir.resolve()), config=OmegaConf.to_container(cfg, resolve=True))
+    except DiskFullError:
+        pass  # the run's own error line names the full disk
 
 
 def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) -> dict:
