@@ -12,14 +12,17 @@ from seqbench.measure import peaks as machine_peaks
 
 @pytest.fixture
 def fake_measure(monkeypatch):
-    """Counts measurements and returns a fixed peak per dtype, so no real matmul timing runs in these tests."""
+    """Counts measurements and returns a fixed, fit peak per dtype (large products, idle cores, the minimum time
+    waived), so no real matmul timing runs in these tests."""
     calls = []
 
     def measure(device, dtype, seconds, max_size=None):
         calls.append((dtype, torch.get_num_threads()))
-        return {"flops_per_s": 1e11 if dtype == torch.float32 else 2e10, "matrix_size": 512}
+        return {"flops_per_s": 1e11 if dtype == torch.float32 else 2e10, "matrix_size": 2048}
 
     monkeypatch.setattr(machine_peaks, "matmul_peak_flops", measure)
+    monkeypatch.setattr(machine_peaks, "_busy_fraction", lambda seconds: 0.0)
+    monkeypatch.setattr(machine_peaks, "MIN_SECONDS", 0.0)
     return calls
 
 
@@ -37,7 +40,7 @@ def test_peak_is_measured_once_then_read_from_the_cache(tmp_path, monkeypatch, f
     for key in ("measured_at", "measure_seconds", "matrix_size", "torch", "load_average_1min", "cores_idle"):
         assert key in entry
     busy = entry["cpu_busy_fraction"]  # /proc/stat exists where the tests run (Linux)
-    assert 0 <= busy <= 1 and entry["cores_idle"] == (busy < machine_peaks.IDLE_BUSY)
+    assert busy == 0.0 and entry["cores_idle"]
 
     monkeypatch.setattr(machine_peaks, "matmul_peak_flops", _refuse)
     second = machine_peaks.cached_peaks(cpu, tmp_path, seconds=0.01)
@@ -105,3 +108,62 @@ def test_datasheet_float32_counts_as_tf32_when_allowed():
         assert machine_peaks.datasheet_peak("NVIDIA A100-PCIE-40GB", "float32") == 156e12
     finally:
         torch.set_float32_matmul_precision(before)
+
+
+def _poison(cache_dir, **entry) -> None:
+    """A cache holding one float32 peak for this machine and thread count, with the given fields."""
+    cpu = torch.device("cpu")
+    key = machine_peaks.cache_key(machine_peaks.device_name(cpu), "float32", torch.get_num_threads())
+    peak = {"device": machine_peaks.device_name(cpu), "dtype": "float32", "threads": torch.get_num_threads(),
+            "flops_per_s": 1e6, "matrix_size": 256, "measure_seconds": 0.05, "cores_idle": True, **entry}
+    (cache_dir / machine_peaks.CACHE_FILE).write_text(json.dumps({"version": 1, "peaks": {key: peak}}))
+
+
+def test_an_unfit_cached_peak_is_refused_and_measured_again(tmp_path, fake_measure):
+    _poison(tmp_path)  # what `bench --tiny` once cached: 256x256 products for 0.05 s
+    out = machine_peaks.cached_peaks(torch.device("cpu"), tmp_path, seconds=0.01, dtypes=["float32"])
+    assert out["float32"]["source"] == "measured now" and out["float32"]["flops_per_s"] == 1e11
+    assert len(fake_measure) == 1
+
+
+def test_a_peak_measured_on_busy_cores_serves_its_run_only(tmp_path, fake_measure, monkeypatch):
+    monkeypatch.setattr(machine_peaks, "_busy_fraction", lambda seconds: 0.9)
+    out = machine_peaks.cached_peaks(torch.device("cpu"), tmp_path, seconds=0.01, dtypes=["float32"])
+    assert out["float32"]["unfit"] == ["other work was running on the cores"]
+    assert not (tmp_path / machine_peaks.CACHE_FILE).exists()
+    assert machine_peaks.cached_peaks(torch.device("cpu"), None, seconds=0.01, dtypes=["float32"])  # no cache at all
+    assert not (tmp_path / machine_peaks.CACHE_FILE).exists()
+
+
+def test_an_mfu_above_100_percent_is_not_a_number():
+    from seqbench.models.interface import build_model
+
+    model = build_model({"_target_": "seqbench.models.transformer.Transformer", "d_model": 16, "n_heads": 2,
+                         "encoder_layers": 1, "decoder_layers": 1, "d_ff": 32}, 50, 50)
+    bogus = {"float32": {"flops_per_s": 1e6, "matrix_size": 2048, "source": "cached"}}
+    flops = machine_peaks.training_flops(model, 10, 10, 5000.0, bogus, "float32")
+    assert flops["mfu"] is None and "seqbench bench --measure-peak --force" in flops["mfu_note"]
+    assert machine_peaks.mfu_text(flops).startswith("n/a: not shown: ") and "%" not in \
+        machine_peaks.mfu_text(flops).split("impossible")[1]
+    real = {"float32": {"flops_per_s": 1e15, "matrix_size": 2048, "source": "cached"}}
+    assert machine_peaks.mfu_text(machine_peaks.training_flops(model, 10, 10, 5000.0, real, "float32")).startswith(
+        "0.0% of the cached float32 matmul peak")
+
+
+def test_a_run_with_a_poisoned_cache_never_prints_an_mfu_above_100_percent(tmp_path, capsys, monkeypatch):
+    """A fit-looking but far too low cached peak (measured elsewhere, or edited): the run's summary says the peak is
+    stale and how to re-measure it; results.json keeps no MFU."""
+    from conftest import TINY, TINY_MODELS, seqbench_cli
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    _poison(cache, matrix_size=2048, measure_seconds=3.0)
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    monkeypatch.setenv("COLUMNS", "400")
+    status, out, err = seqbench_cli(["train", f"paths.cache_dir={cache}", f"hydra.run.dir={tmp_path / 'run'}",
+                                     *TINY, *TINY_MODELS["transformer"]], capsys)
+    assert status == 0, err
+    mfu = next(line for line in out.splitlines() if "MFU" in line)
+    assert "n/a: not shown:" in mfu and "seqbench bench --measure-peak --force" in mfu
+    record = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert record["flops"]["mfu"] is None and record["flops"]["mfu_note"]

@@ -19,8 +19,16 @@ measured once per (device, dtype, threads), with its provenance, and kept in `<p
         "cores_idle" (cpu_busy_fraction below IDLE_BUSY, or where it is unknown the load average below IDLE_LOAD:
         nothing else was running)}}}
 
-`seqbench bench --measure-peak [--force]` measures (or re-measures) them on purpose, ideally on an idle machine; a run
-that finds no cached peak measures it once and caches it (`source` says which happened).
+A peak is only worth caching when it was measured fit (`unfit_reasons`): products of at least MIN_MATRIX (1024 on CPU,
+4096 on GPU), at least MIN_SECONDS of measurement per dtype, and cores that were idle. A fit peak is cached; an unfit
+one (busy cores, a short measurement) serves only the run that measured it and says why; a cached peak that was not
+fit (an older cache, a hand-edited one) is refused and measured again. Tests and `bench --tiny` pass no cache
+directory: their toy measurements never reach the user's cache. `seqbench bench --measure-peak [--force]` measures
+(or re-measures) them on purpose, ideally on an idle machine; a run that finds no fit cached peak measures it and
+caches it if fit (`source` says which happened).
+
+MFU is achieved over peak FLOP/s and cannot pass 100%: `training_flops` refuses a ratio above 1 (the peak is stale,
+or was measured on another machine or badly) and gives `mfu_note` instead, with the command that re-measures it.
 
 On GPU, MFU is also reported against the datasheet peak (`datasheet_peak`): what the hardware promises, as papers
 quote MFU, next to what PyTorch reaches here.
@@ -44,6 +52,9 @@ from seqbench.models.interface import Seq2Seq
 
 CACHE_FILE = "machine_peaks.json"
 CACHE_VERSION = 1
+MIN_MATRIX = {"cpu": 1024, "cuda": 4096}  # smaller products measure overheads, not the arithmetic units
+MIN_SECONDS = 1.0  # measurement time per dtype below which a peak is not trusted
+REMEASURE = "seqbench bench --measure-peak --force"
 IDLE_CHECK_SECONDS = 0.5  # how long the cores are watched before measuring
 IDLE_BUSY = 0.1  # cores busy less than this share of that time: idle
 IDLE_LOAD = 0.5  # where /proc/stat is missing: a 1-minute load average below this (it lags a minute behind)
@@ -98,11 +109,6 @@ def peak_dtypes(device: torch.device) -> dict[str, torch.dtype]:
     return dtypes
 
 
-def peak_flops(device: torch.device, seconds: float = 1.0) -> dict[str, dict]:
-    """The matmul peak of every `peak_dtypes` dtype, measured now."""
-    return {name: matmul_peak_flops(device, dtype, seconds) for name, dtype in peak_dtypes(device).items()}
-
-
 def training_dtype(precision: str) -> str:
     """Lightning precision string -> the dtype of the matrix products it runs ("bf16-mixed" -> "bfloat16")."""
     precision = str(precision)
@@ -120,21 +126,47 @@ def training_flops(model: Seq2Seq, mean_src_tokens: float, mean_tgt_tokens: floa
 
     FLOPs count useful work (non-pad tokens, average sentence lengths of the training batches), as MFU does.
     `peaks` are seqbench.measure.peaks.cached_peaks entries; their provenance (when, how, whether cached) is kept.
+    An MFU above 100% is impossible: it is left out (None) and `mfu_note` says why and how to re-measure the peak;
+    an MFU against an unfit peak is kept with a note naming what was unfit.
     """
     forward = model.flops_per_token(round(mean_src_tokens), round(mean_tgt_tokens))
     achieved = 3 * forward * target_tokens_per_s
-    peak = peaks.get(dtype, {}).get("flops_per_s")
+    entry = peaks.get(dtype, {})
+    peak = entry.get("flops_per_s")
+    mfu, note = (achieved / peak if peak else None), None
+    if mfu is not None and mfu > 1:
+        mfu, note = None, (f"not shown: {achieved / peak:.0%} of the {entry.get('source', '')} {dtype} peak "
+                           f"({peak / 1e9:,.1f} GFLOP/s) is impossible, so that peak is stale or was measured "
+                           f"badly; re-measure it with `{REMEASURE}` on an idle machine")
+    elif mfu is not None and entry.get("unfit"):
+        note = f"against a peak measured unfit ({'; '.join(entry['unfit'])})"
+    mfu_datasheet = achieved / datasheet_peak if datasheet_peak else None
+    if mfu_datasheet is not None and mfu_datasheet > 1:
+        mfu_datasheet = None
     return {"forward_per_target_token": forward, "train_per_target_token": 3 * forward,
             "mean_src_tokens": mean_src_tokens, "mean_tgt_tokens": mean_tgt_tokens,
             "achieved_train_flops_per_s": achieved, "peak_dtype": dtype,
             "peak_flops_per_s": {name: p["flops_per_s"] for name, p in peaks.items()},
             "peak_matrix_size": {name: p["matrix_size"] for name, p in peaks.items()},
-            "peak_source": peaks.get(dtype, {}).get("source"),
+            "peak_source": entry.get("source"),
             "peak_provenance": {name: {k: v for k, v in p.items() if k not in ("flops_per_s", "matrix_size")}
                                 for name, p in peaks.items()},
-            "mfu": achieved / peak if peak else None,
+            "mfu": mfu, "mfu_note": note,
             "datasheet_peak_flops_per_s": datasheet_peak,
-            "mfu_datasheet": achieved / datasheet_peak if datasheet_peak else None}
+            "mfu_datasheet": mfu_datasheet}
+
+
+def mfu_text(flops: dict) -> str:
+    """How every command prints MFU: "41.2% of the cached float32 peak (0.09 TFLOP/s)", or the note instead of an
+    impossible number."""
+    if flops.get("mfu") is None:
+        return f"n/a: {flops['mfu_note']}" if flops.get("mfu_note") else "n/a"
+    dtype = flops["peak_dtype"]
+    text = (f"{flops['mfu']:.1%} of the {flops['peak_source']} {dtype} matmul peak "
+            f"({flops['peak_flops_per_s'][dtype] / 1e12:.2f} TFLOP/s)")
+    if flops.get("mfu_datasheet") is not None:
+        text += f"; {flops['mfu_datasheet']:.1%} of the datasheet peak"
+    return text + (f"; {flops['mfu_note']}" if flops.get("mfu_note") else "")
 
 
 def device_name(device: torch.device) -> str:
@@ -180,7 +212,9 @@ def _busy_fraction(seconds: float) -> float | None:
     return (after[0] - before[0]) / total if total > 0 else None
 
 
-def _read(path: Path) -> dict:
+def _read(path: Path | None) -> dict:
+    if path is None:
+        return {}
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):  # missing or unreadable: start a new cache rather than fail a run
@@ -195,30 +229,50 @@ def measure_peak(device: torch.device, dtype: str, seconds: float) -> dict:
     started = time.perf_counter()
     peak = matmul_peak_flops(device, getattr(torch, dtype), seconds)
     threads = torch.get_num_threads()
-    return {"device": device_name(device), "dtype": dtype, "threads": threads,
+    return {"device": device_name(device), "device_type": device.type, "dtype": dtype, "threads": threads,
             "flops_per_s": peak["flops_per_s"], "matrix_size": peak["matrix_size"],
             "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "measure_seconds": round(time.perf_counter() - started, 3), "torch": torch.__version__,
             "load_average_1min": load, "cpu_busy_fraction": busy, "cpu_count": os.cpu_count(), "cores_idle": idle}
 
 
-def cached_peaks(device: torch.device, cache_dir: str | Path, seconds: float = 1.0, force: bool = False,
+def unfit_reasons(peak: dict) -> list[str]:
+    """Why a measured peak is not to be trusted as a machine's peak (nothing when it is fit)."""
+    kind = "cuda" if peak.get("device_type", "cpu") == "cuda" else "cpu"
+    reasons = []
+    if (peak.get("matrix_size") or 0) < MIN_MATRIX[kind]:
+        reasons.append(f"{peak.get('matrix_size')}x{peak.get('matrix_size')} products (fit: {MIN_MATRIX[kind]} or "
+                       "more)")
+    if (peak.get("measure_seconds") or 0) < MIN_SECONDS:
+        reasons.append(f"{peak.get('measure_seconds')} s of measurement (fit: {MIN_SECONDS:g} s or more)")
+    if peak.get("cores_idle") is False:
+        reasons.append("other work was running on the cores")
+    return reasons
+
+
+def cached_peaks(device: torch.device, cache_dir: str | Path | None, seconds: float = 1.0, force: bool = False,
                  dtypes: list[str] | None = None) -> dict[str, dict]:
     """{dtype: peak with provenance and "source": "cached" | "measured now"} for the device's dtypes
-    (peak_dtypes) at the current torch thread count; missing ones (all of them with `force`) are
-    measured and written to the cache."""
-    path = Path(cache_dir) / CACHE_FILE
+    (peak_dtypes) at the current torch thread count. A fit cached peak is used (unless `force`); otherwise the peak
+    is measured now, and cached when the measurement was fit, else used for this call only and marked "unfit" with
+    the reasons. `cache_dir` None: nothing is read or written (tests, `bench --tiny`)."""
+    path = Path(cache_dir) / CACHE_FILE if cache_dir is not None else None
     name, threads = device_name(device), torch.get_num_threads()
-    cached = _read(path)
+    cached = _read(path) if path is not None else {}
     out, measured = {}, {}
     for dtype in dtypes or list(peak_dtypes(device)):
         key = cache_key(name, dtype, threads)
-        if key in cached and not force:
+        if key in cached and not force and not unfit_reasons(cached[key]):
             out[dtype] = {**cached[key], "source": "cached"}
+            continue
+        peak = measure_peak(device, dtype, seconds)
+        reasons = unfit_reasons(peak)
+        if reasons:
+            out[dtype] = {**peak, "source": "measured now", "unfit": reasons}
         else:
-            measured[key] = measure_peak(device, dtype, seconds)
-            out[dtype] = {**measured[key], "source": "measured now"}
-    if measured:
+            measured[key] = peak
+            out[dtype] = {**peak, "source": "measured now"}
+    if measured and path is not None:
         # Read again just before writing: another process may have cached other devices or thread counts meanwhile.
         peaks = {**_read(path), **measured}
         atomic_write_text(path, json.dumps({"version": CACHE_VERSION, "peaks": peaks}, indent=2) + "\n")

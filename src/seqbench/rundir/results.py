@@ -41,8 +41,9 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                     earlier run or `seqbench bench --measure-peak`; "measured now": no cached peak
                     existed, this run measured and cached it), "peak_provenance": {dtype: {"device", "dtype",
                     "threads", "measured_at", "measure_seconds", "torch", "load_average_1min",
-                    "cpu_busy_fraction", "cpu_count", "cores_idle", "source"}}, "mfu" (achieved / peak of
-                    peak_dtype; null when not measured),
+                    "cpu_busy_fraction", "cpu_count", "cores_idle", "source", "unfit" (why a peak measured now
+                    was not fit to cache, when it was not)}}, "mfu" (achieved / peak of peak_dtype; null when not
+                    measured, or when above 1: an impossible ratio, explained by "mfu_note"), "mfu_note",
                     "datasheet_peak_flops_per_s", "mfu_datasheet" (against the GPU's datasheet dense peak for
                     peak_dtype, TF32 for float32 when torch allows it; null on CPU and unlisted GPUs)};
                    absent when no step was measured

@@ -320,11 +320,8 @@ def _print_summary(results: dict) -> None:
     for kind, speed in results.get("decoding", {}).items():
         table.add_row(f"decode ({kind}, beam {speed['beam_size']})",
                       f"{speed['sentences_per_s']:,.1f} sentences/s, {speed['target_tokens_per_s']:,.0f} tokens/s")
-    flops = results.get("flops", {})
-    if flops.get("mfu") is not None:
-        table.add_row("MFU", f"{flops['mfu']:.1%} of the {flops['peak_source']} {flops['peak_dtype']} matmul "
-                             f"peak ({flops['peak_flops_per_s'][flops['peak_dtype']] / 1e12:.2f} TFLOP/s)"
-                      + (f"; {flops['mfu_datasheet']:.1%} of the datasheet peak" if flops["mfu_datasheet"] else ""))
+    if results.get("flops"):
+        table.add_row("MFU", peaks.mfu_text(results["flops"]))
     table.add_row("peak memory", f"{results['peak_memory_mb']:,.0f} MB")
     table.add_row("wall time", f"{results['wall_time_s']:.0f} s")
     table.add_row("run directory", results["run_dir"])
