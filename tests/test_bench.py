@@ -1,14 +1,19 @@
-"""`seqbench bench --tiny` end to end, in-process (every row and ratio in its JSON), the uncached greedy search it
-times against the cached one, and the plain PyTorch baselines it trains beside seqbench's models."""
+"""`seqbench bench --tiny` end to end, in-process (every row and ratio in its JSON, in its run directory), the
+uncached greedy search it times against the cached one, the plain PyTorch baselines it trains beside seqbench's
+models, steadiness, and the fairseq anchor's log reading (and, where a fairseq environment is named by
+SEQBENCH_FAIRSEQ_VENV, its rows)."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
 
-from seqbench.commands.bench import recompute_greedy
+from seqbench.decoding.recompute import recompute_greedy
 from seqbench.decoding.search import DecodingConfig, greedy_search
+from seqbench.measure import fairseq
+from seqbench.measure.speed import steadiness
 
 from conftest import SRC_VOCAB, build_tiny_model, random_batch, seqbench_cli
 
@@ -25,29 +30,33 @@ def bench(tmp_path, capsys, monkeypatch, *args):
 
 
 def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
-    out = tmp_path / "bench.json"
     status, stdout, stderr = bench(tmp_path, capsys, monkeypatch, "--tiny", "--threads", "1", "--preset",
-                                   "transformer", "--json", str(out), "--decode-tokens", "9")
+                                   "transformer", "--decode-tokens", "9")
     assert status == 0, stderr[-3000:]
-    result = json.loads(out.read_text())
+    runs = list((tmp_path / "outputs" / "bench").iterdir())  # a run directory of its own, named by the time
+    assert len(runs) == 1 and f"results: outputs/bench/{runs[0].name}/" in stdout
+    assert not (tmp_path / "bench.json").exists()
+    result = json.loads((runs[0] / "bench.json").read_text())
+    assert (runs[0] / "bench.md").read_text().strip() in stdout
     assert result["machine"]["threads"] == 1 and result["machine"]["device_type"] == "cpu"
     peak = result["machine"]["peaks"]["float32"]
     assert peak["source"] == "measured now" and peak["flops_per_s"] > 0 and peak["threads"] == 1
-    assert (tmp_path / "cache" / "machine_peaks.json").is_file()
+    assert not (tmp_path / "cache").exists()  # toy shapes never write the machine's peak cache
 
     rows = {row["name"]: row for row in result["training"]}
     assert list(rows) == ["transformer", "rnn", "cnn", "preset transformer", "nn.Transformer", "nn.LSTM"]
     for row in rows.values():
         assert row["target_tokens_per_s"] > 0 and row["src_tgt_tokens_per_s"] > row["target_tokens_per_s"]
         assert row["step_time_s"] > 0 and len(row["windows"]) == 4 and row["timed_steps"] == 4
-        assert 0 < row["flops"]["mfu"] and row["flops"]["peak_source"] == "measured now"
-        assert row["flops"]["mfu_datasheet"] is None  # CPU: no datasheet peak
+        assert row["steady"] == (row["spread"] <= 0.15)
+        assert row["flops"]["mfu"] is None or 0 < row["flops"]["mfu"] <= 1
+        assert row["flops"]["peak_source"] == "measured now" and row["flops"]["mfu_datasheet"] is None  # CPU
         assert row["memory"]["cpu_rss_peak_mb"] > 0 and row["parameters"] > 0
-        assert row["vs_nn_transformer"] == pytest.approx(
-            row["target_tokens_per_s"] / rows["nn.Transformer"]["target_tokens_per_s"])
+        expected = row["target_tokens_per_s"] / rows["nn.Transformer"]["target_tokens_per_s"] \
+            if row["steady"] and rows["nn.Transformer"]["steady"] else None  # no ratio of an unsteady timing
+        assert row["vs_nn_transformer"] == pytest.approx(expected)
     assert rows["transformer"]["vs_same_shape_baseline"]["baseline"] == "nn.Transformer"
-    assert rows["rnn"]["vs_same_shape_baseline"]["ratio"] == pytest.approx(
-        rows["rnn"]["target_tokens_per_s"] / rows["nn.LSTM"]["target_tokens_per_s"])
+    assert rows["rnn"]["vs_same_shape_baseline"]["baseline"] == "nn.LSTM"
     assert rows["cnn"]["vs_same_shape_baseline"] is None and rows["preset transformer"]["parameters"] > \
         rows["transformer"]["parameters"]  # the preset is composed from conf/model/transformer.yaml, not tiny
 
@@ -58,7 +67,9 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
         for kind, beam in (("greedy", 1), ("beam", 5), ("greedy_uncached", 1)):
             assert row[kind]["beam_size"] == beam and row[kind]["sentences"] == n
             assert row[kind]["target_tokens"] == n * tokens == n * 9  # every hypothesis forced to --decode-tokens
-        assert row["cache_speedup_greedy"] > 0
+        steady = row["greedy"]["steady"] and row["greedy_uncached"]["steady"]
+        assert row["cache_speedup_greedy"] == (pytest.approx(
+            row["greedy"]["sentences_per_s"] / row["greedy_uncached"]["sentences_per_s"]) if steady else None)
     for name in rows:
         assert f"| {name} |" in stdout
     assert "MFU denominator" in stdout and "cache speed-up" in stdout
@@ -83,11 +94,13 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
     (["--families", "transformer,gru"], "--families"),
     (["--force"], "--measure-peak"),
     (["--decode-tokens", "0"], "--decode-tokens=0: must be a positive integer"),
+    (["--measure-peak"], "not with --tiny"),
+    (["--fairseq", "/nonexistent"], "no fairseq-preprocess there"),
 ])
 def test_bad_arguments_exit_2_with_a_message(tmp_path, capsys, monkeypatch, args, message):
     status, _, stderr = bench(tmp_path, capsys, monkeypatch, "--tiny", *args)
     assert status == 2 and message in stderr and "Traceback" not in stderr
-    assert not (tmp_path / "bench.json").exists()
+    assert not (tmp_path / "outputs").exists()
 
 
 @pytest.mark.parametrize("case", ["transformer", "rnn_luong_general", "rnn_lstm_luong_general_no_feed", "cnn"])
@@ -100,7 +113,7 @@ def test_uncached_greedy_equals_cached_greedy(case, min_len):
 
 
 def test_baselines_have_the_reference_shapes_and_are_causal():
-    from seqbench.commands.bench import REFERENCE, build
+    from seqbench.measure.workload import REFERENCE, build
     from seqbench.measure.baselines import PlainLSTM, PlainTransformer
 
     small = {"transformer": dict(d_model=32, n_heads=2, encoder_layers=2, decoder_layers=2, d_ff=64),
@@ -121,3 +134,50 @@ def test_baselines_have_the_reference_shapes_and_are_causal():
         assert logits.shape == (3, tgt.size(1), SRC_VOCAB) and torch.isfinite(logits).all()
         # positions before 4 do not see the changed future tokens
         torch.testing.assert_close(model(src, mask, changed)[:, :4], logits[:, :4])
+
+
+def test_steadiness_is_the_median_and_the_spread_over_it():
+    assert steadiness([100.0, 110.0, 90.0]) == {"median": 100.0, "spread": pytest.approx(0.2), "steady": False,
+                                                 "windows": 3}
+    assert steadiness([100.0, 101.0, 99.0, 100.0])["steady"]
+
+
+FAIRSEQ_LOG = "\n".join(
+    f'2026-12-03 08:52:35 | INFO | train_inner | {{"epoch": 1, "num_updates": "{n}", "wps": "{wps}", '
+    f'"wpb": "{wpb}", "loss": "8.4"}}' for n, wps, wpb in
+    [(1, "0", 287), (2, "1000", 500), (3, "2000", 500), (4, "1000", 250), (5, "1000", 250)]) + \
+    "\n2026-12-03 08:52:34 | INFO | fairseq_cli.train | num. shared model params: 1,234,567 (num. trained: 1,234,567)"
+
+
+def test_fairseq_rows_read_its_per_update_log():
+    records = fairseq.update_log(FAIRSEQ_LOG)
+    assert [int(r["num_updates"]) for r in records] == [1, 2, 3, 4, 5]
+    speed = fairseq.speed(records, warmup=1)  # update 1 (and its wps of 0) is the warm-up
+    assert speed["timed_steps"] == 4 and len(speed["windows"]) == 4
+    # by hand: the windows' rates are 1000, 2000, 1000, 1000 target tokens/s; their median 1000
+    assert [w["target_tokens_per_s"] for w in speed["windows"]] == pytest.approx([1000, 2000, 1000, 1000])
+    assert speed["target_tokens_per_s"] == pytest.approx(1000) and not speed["steady"]
+    assert fairseq.parameter_count(FAIRSEQ_LOG) == 1234567
+
+
+def test_fairseq_architectures_have_the_reference_shapes():
+    from seqbench.measure.workload import REFERENCE
+
+    args = {family: fairseq.architecture(family, REFERENCE.models[family]) for family in REFERENCE.models}
+    assert args["transformer"][:2] == ["--arch", "transformer"] and "--share-decoder-input-output-embed" in \
+        args["transformer"]
+    assert args["rnn"][:2] == ["--arch", "lstm"] and "--encoder-bidirectional" in args["rnn"]
+    assert args["cnn"][args["cnn"].index("--encoder-layers") + 1] == "[(256, 3), (256, 3), (256, 3)]"
+
+
+@pytest.mark.skipif(not os.environ.get("SEQBENCH_FAIRSEQ_VENV"), reason="no fairseq environment named by "
+                                                                          "SEQBENCH_FAIRSEQ_VENV")
+def test_tiny_bench_with_fairseq_rows(tmp_path, capsys, monkeypatch):
+    status, stdout, stderr = bench(tmp_path, capsys, monkeypatch, "--tiny", "--threads", "1", "--fairseq",
+                                   os.environ["SEQBENCH_FAIRSEQ_VENV"], "--out", str(tmp_path / "out"))
+    assert status == 0, stderr[-3000:]
+    rows = {row["name"]: row for row in json.loads((tmp_path / "out" / "bench.json").read_text())["training"]}
+    for family in ("transformer", "rnn", "cnn"):
+        anchor = rows[f"fairseq {family}"]
+        assert anchor["target_tokens_per_s"] > 0 and anchor["timed_steps"] == 4 and anchor["parameters"] > 0
+        assert rows[family]["vs_fairseq"]["fairseq"] == f"fairseq {family}"

@@ -3,7 +3,7 @@ import math
 import torch
 
 from seqbench.common.tokens import PAD_ID
-from seqbench.training.losses import label_smoothed_nll
+from seqbench.models.losses import label_smoothed_nll
 
 
 def test_label_smoothing_matches_hand_computation():

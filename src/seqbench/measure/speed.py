@@ -25,31 +25,50 @@ def clock(device: torch.device) -> float:
     return time.perf_counter()
 
 
+MAX_SPREAD = 0.15  # windows whose (max - min) / median exceeds this are too unsteady to compare
+
+
+def steadiness(values: list[float]) -> dict:
+    """The median of repeated timings (per-window rates) with their spread, (max - min) / median, and whether they
+    are steady enough to be compared (spread <= MAX_SPREAD)."""
+    import statistics
+
+    median = statistics.median(values)
+    spread = (max(values) - min(values)) / median if median > 0 else float("inf")
+    return {"median": median, "spread": spread, "steady": spread <= MAX_SPREAD, "windows": len(values)}
+
+
 @torch.no_grad()
 def decode_speed(model: Seq2Seq, batches: list[dict], decoding: DecodingConfig, device: torch.device,
                  warmup_batches: int = 1,
                  context: Callable[[], AbstractContextManager] = nullcontext,
-                 search: Callable[..., list[list[int]]] = generate) -> dict:
-    """Decodes every batch once, timed, after decoding the first `warmup_batches` once untimed.
+                 search: Callable[..., list[list[int]]] = generate, repeats: int = 1) -> dict:
+    """Decodes every batch `repeats` times (each pass one timing window), after decoding the first `warmup_batches`
+    once untimed; the rates are the median over the windows, with their spread (`steadiness`).
 
     `context` wraps the decoding (the trainer's autocast), so the speed is that of the precision used for testing.
     `search(model, src, src_mask, decoding)` is the search timed (greedy or beam search by default).
-    Target tokens are the hypotheses' tokens, <eos> excluded.
+    Target tokens are the hypotheses' tokens, <eos> excluded; sentences and tokens are those of one pass.
     """
     model.eval()
     batches = [{k: batch[k].to(device) for k in ("src", "src_mask")} for batch in batches]
     with context():
         for batch in batches[:warmup_batches]:
             search(model, batch["src"], batch["src_mask"], decoding)
-        sentences = tokens = 0
-        start = clock(device)
-        for batch in batches:
-            hypotheses = search(model, batch["src"], batch["src_mask"], decoding)
-            sentences += len(hypotheses)
-            tokens += sum(len(h) for h in hypotheses)
-        seconds = clock(device) - start
+        passes = []
+        for _ in range(repeats):
+            sentences = tokens = 0
+            start = clock(device)
+            for batch in batches:
+                hypotheses = search(model, batch["src"], batch["src_mask"], decoding)
+                sentences += len(hypotheses)
+                tokens += sum(len(h) for h in hypotheses)
+            passes.append((clock(device) - start, sentences, tokens))
+    rates = steadiness([n / seconds for seconds, n, _ in passes])
+    seconds = sorted(seconds for seconds, _, _ in passes)[len(passes) // 2]
     return {"beam_size": decoding.beam_size, "sentences": sentences, "target_tokens": tokens, "seconds": seconds,
-            "sentences_per_s": sentences / seconds, "target_tokens_per_s": tokens / seconds}
+            "sentences_per_s": rates["median"], "target_tokens_per_s": rates["median"] * tokens / sentences,
+            "spread": rates["spread"], "steady": rates["steady"], "windows": repeats}
 
 
 def test_batches(split, n_sentences: int | None) -> list[dict]:

@@ -21,8 +21,8 @@ from seqbench.common.text import DEFAULT_LENGTH_EDGES
 from seqbench.common.tokens import PAD_ID
 from seqbench.decoding.search import DecodingConfig, generate
 from seqbench.models.interface import Seq2Seq
+from seqbench.models.losses import label_smoothed_nll
 from seqbench.scoring.evaluation import Evaluator, SplitEvaluation
-from seqbench.training.losses import label_smoothed_nll
 
 
 class Seq2SeqModule(L.LightningModule):

@@ -1,0 +1,221 @@
+"""What `seqbench bench` measures: training and decoding speed of the reference models (seqbench.measure.workload)
+beside plain PyTorch loops, CTranslate2 and, when installed, fairseq, on the same batches, threads and steps.
+
+Training: `warmup` untimed steps, then `steps` timed ones split into WINDOWS windows; each rate is the median over
+the windows, with their spread (seqbench.measure.speed.steadiness). Baseline rows (a plain `torch.nn.Transformer`
+loop, and a plain `torch.nn.LSTM` loop when the rnn family runs; seqbench.measure.baselines) run in the same process,
+so every seqbench row comes with ratios measured side by side. A ratio involving an unsteady row is left out: the
+row says how wide its windows spread instead. Training FLOPs are each model's analytic `flops_per_token` (3x
+forward); a baseline counts those of the seqbench model of its shape. MFU is against the machine's matmul peak
+(seqbench.measure.peaks), with its provenance.
+
+Decoding: decode_sentences sources, every hypothesis forced to exactly decode_tokens tokens (min_len = max_len), so
+every model does the same work whatever it has learned: greedy and beam with the incremental cache, and greedy
+without it (seqbench.decoding.recompute), each over DECODE_REPEATS timed passes. The reference Transformer is also
+decoded by CTranslate2 (seqbench.decoding.ctranslate2) on the same weights, sources, forced length and threads, in
+fp32 and int8, through the same decoder protocol as seqbench's own search (seqbench.decoding.translator.Decoder).
+"""
+from __future__ import annotations
+
+import statistics
+import tempfile
+from dataclasses import replace
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from seqbench.common.errors import InputError
+from seqbench.common.tokens import PAD_ID
+from seqbench.decoding.recompute import recompute_greedy
+from seqbench.decoding.search import DecodingConfig
+from seqbench.measure import peaks
+from seqbench.measure.memory import peak_memory, reset_peak_memory
+from seqbench.measure.speed import clock, decode_speed, steadiness
+from seqbench.measure.workload import Setting, baseline_models, build, decode_batches, generated_pairs, make_batches
+from seqbench.models.losses import label_smoothed_nll
+
+WINDOWS = 5  # timing windows the timed training steps are split into
+DECODE_REPEATS = 3  # timed passes over the decoding sources
+LABEL_SMOOTHING = 0.1
+CTRANSLATE2_TYPES = ("float32", "int8")  # fp32: the same arithmetic; int8: what the engine is deployed with on CPU
+
+
+def train_speed(model, batches: list[dict], warmup: int, steps: int, device: torch.device, seqbench: bool) -> dict:
+    """Trains `warmup` untimed steps, then `steps` timed ones in WINDOWS windows, cycling through the batches.
+
+    seqbench models train with the module's loss (label-smoothed, plus the plain NLL it logs); baselines with
+    F.cross_entropy and the same smoothing. Tokens are non-pad target tokens (and source + target).
+    """
+    model.to(device).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
+
+    def step(batch):
+        logits = model(batch["src"], batch["src_mask"], batch["tgt_in"])
+        if seqbench:
+            loss = label_smoothed_nll(logits, batch["tgt_out"], LABEL_SMOOTHING)[0]
+        else:
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch["tgt_out"].reshape(-1),
+                                   ignore_index=PAD_ID, label_smoothing=LABEL_SMOOTHING)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    for i in range(warmup):
+        step(batches[i % len(batches)])
+    n_windows = min(WINDOWS, steps)
+    bounds = [round(steps * w / n_windows) for w in range(n_windows + 1)]
+    windows, sentences, src_tokens, tgt_tokens = [], 0, 0, 0
+    for first, last in zip(bounds, bounds[1:]):
+        chosen = [batches[(warmup + i) % len(batches)] for i in range(first, last)]
+        start = clock(device)
+        for batch in chosen:
+            step(batch)
+        seconds = clock(device) - start
+        tgt = sum(int((b["tgt_out"] != PAD_ID).sum()) for b in chosen)
+        src = sum(int(b["src_mask"].sum()) for b in chosen)
+        windows.append({"steps": len(chosen), "seconds": seconds, "target_tokens_per_s": tgt / seconds,
+                        "src_tgt_tokens_per_s": (src + tgt) / seconds, "step_time_s": seconds / len(chosen)})
+        sentences += sum(b["src"].size(0) for b in chosen)
+        src_tokens, tgt_tokens = src_tokens + src, tgt_tokens + tgt
+    model.eval()
+    rate = steadiness([w["target_tokens_per_s"] for w in windows])
+    return {**{key: statistics.median(w[key] for w in windows)
+               for key in ("target_tokens_per_s", "src_tgt_tokens_per_s", "step_time_s")},
+            "spread": rate["spread"], "steady": rate["steady"],
+            "windows": windows, "warmup_steps": warmup, "timed_steps": steps,
+            "mean_src_tokens": src_tokens / sentences, "mean_tgt_tokens": tgt_tokens / sentences}
+
+
+def _decoder_search(decoder) -> Callable:
+    """A seqbench.decoding.translator.Decoder as the `search` decode_speed times: the batch's source ids in, the
+    hypotheses out."""
+    def search(_model, src, src_mask, cfg):
+        return decoder.generate([row[mask].tolist() for row, mask in zip(src, src_mask)], cfg)
+
+    return search
+
+
+def decode_rows(model, batches: list[dict], setting: Setting, device: torch.device, repeats: int) -> dict:
+    """Greedy and beam search with the cache and greedy without it, every hypothesis exactly decode_tokens long;
+    the cache's speed-up is greedy over uncached greedy (None when either timing was unsteady)."""
+    n = setting.decode_tokens
+    exact = DecodingConfig(beam_size=1, min_len=n, max_len=n)
+    greedy = decode_speed(model, batches, exact, device, repeats=repeats)
+    beam = decode_speed(model, batches, replace(exact, beam_size=setting.beam_size), device, repeats=repeats)
+    uncached = decode_speed(model, batches, exact, device, search=recompute_greedy, repeats=repeats)
+    steady = greedy["steady"] and uncached["steady"]
+    return {"greedy": greedy, "beam": beam, "greedy_uncached": uncached,
+            "cache_speedup_greedy": greedy["sentences_per_s"] / uncached["sentences_per_s"] if steady else None}
+
+
+def ctranslate2_rows(model, batches: list[dict], setting: Setting, device: torch.device, repeats: int) -> dict | None:
+    """CTranslate2 decoding the same weights and batches, greedy and beam, per compute type; None when the model
+    does not convert or the engine is missing."""
+    try:
+        import ctranslate2  # noqa: F401 - the optional extra
+
+        from seqbench.decoding.ctranslate2 import Engine, check_convertible, convert, numbered_vocabulary
+        check_convertible(model)
+    except (ImportError, InputError):
+        return None
+    n = setting.decode_tokens
+    exact = DecodingConfig(beam_size=1, min_len=n, max_len=n)
+    tokens = numbered_vocabulary(setting.vocab_size)
+    rows = {}
+    with tempfile.TemporaryDirectory() as folder:
+        convert(model.cpu().eval(), tokens, tokens, f"{folder}/model")
+        model.to(device)
+        for compute_type in CTRANSLATE2_TYPES:
+            search = _decoder_search(Engine(f"{folder}/model", tokens, tokens, device=device.type,
+                                            compute_type=compute_type))
+            rows[compute_type] = {kind: decode_speed(model, batches, replace(exact, beam_size=beam), device,
+                                                     search=search, repeats=repeats)
+                                  for kind, beam in (("greedy", 1), ("beam", setting.beam_size))}
+    return rows
+
+
+def _flops(model, speed: dict, cached: dict, device: torch.device) -> dict:
+    datasheet = peaks.datasheet_peak(peaks.device_name(device), "float32") if device.type == "cuda" else None
+    return peaks.training_flops(model, speed["mean_src_tokens"], speed["mean_tgt_tokens"],
+                                speed["target_tokens_per_s"], cached, "float32", datasheet)
+
+
+def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], warmup: int, steps: int,
+              device: torch.device, cache_dir: str | None, log=print, fairseq: str | None = None) -> dict:
+    """The training and decoding rows of the reference `families` and the `presets` ({name: model config});
+    `fairseq`: a virtual environment with fairseq, whose rows train the same families on the same data."""
+    cached = peaks.cached_peaks(device, cache_dir, setting.peak_seconds)
+    pairs = generated_pairs(setting)
+    batches = make_batches(pairs, setting.max_tokens, setting.seed)
+    to_decode = decode_batches(pairs, setting)
+    models = [(family, family, setting.models[family]) for family in families]
+    models += [(f"preset {name}", None, config) for name, config in presets.items()]
+    twins, training, decoding = {}, [], []
+    for name, family, config in models:
+        model = build(config, setting.vocab_size, setting.seed)
+        if family:
+            twins[family] = model
+        log(f"training {name} ...")
+        reset_peak_memory()
+        speed = train_speed(model, batches, warmup, steps, device, seqbench=True)
+        training.append({"name": name, "kind": "seqbench", "config": config, "parameters": model.num_parameters(),
+                         **speed, "flops": _flops(model, speed, cached, device), "memory": peak_memory(device)})
+        log(f"decoding {name} ...")
+        row = {"name": name, **decode_rows(model, to_decode, setting, device, DECODE_REPEATS)}
+        engine = ctranslate2_rows(model, to_decode, setting, device, DECODE_REPEATS)
+        if engine:
+            row["ctranslate2"] = engine
+        elif family == "transformer":
+            log("no CTranslate2 rows: pip install 'seqbench[ctranslate2]' to decode beside the engine")
+        decoding.append(row)
+        model.cpu()
+    for name, shape_of, model in baseline_models(setting, families):
+        log(f"training {name} ...")
+        reset_peak_memory()
+        speed = train_speed(model, batches, warmup, steps, device, seqbench=False)
+        # FLOPs of the seqbench model of the same shape: the same products (the plain model has no flops_per_token)
+        twin = twins.get(shape_of) or build(setting.models[shape_of], setting.vocab_size, setting.seed)
+        training.append({"name": name, "kind": "baseline", "shape_of": shape_of,
+                         "parameters": sum(p.numel() for p in model.parameters()), **speed,
+                         "flops": _flops(twin, speed, cached, device), "memory": peak_memory(device)})
+        model.cpu()
+    if fairseq is not None:
+        from seqbench.measure.fairseq import fairseq_rows
+
+        for row in fairseq_rows(fairseq, setting, families, pairs, warmup, steps, device, log):
+            row["flops"] = _flops(twins[row["shape_of"]], row, cached, device)
+            training.append(row)
+    add_ratios(training)
+    return {"machine": {"device": peaks.device_name(device), "device_type": device.type,
+                        "threads": torch.get_num_threads(), "dtype": "float32", "peaks": cached,
+                        "torch": torch.__version__},
+            "settings": {"warmup_steps": warmup, "timed_steps": steps, "windows": min(WINDOWS, steps),
+                         "decode_repeats": DECODE_REPEATS, "vocab_size": setting.vocab_size, "pairs": setting.pairs,
+                         "lengths": list(setting.lengths), "max_tokens": setting.max_tokens,
+                         "batches": len(batches), "decode_sentences": setting.decode_sentences,
+                         "decode_tokens": setting.decode_tokens, "beam_size": setting.beam_size,
+                         "seed": setting.seed, "optimizer": "AdamW(lr=1e-4)", "label_smoothing": LABEL_SMOOTHING},
+            "training": training, "decoding": decoding}
+
+
+def _ratio(row: dict, other: dict) -> float | None:
+    """row's target tokens/s over other's, None when either was unsteady."""
+    if not (row.get("steady", True) and other.get("steady", True)):
+        return None
+    return row["target_tokens_per_s"] / other["target_tokens_per_s"]
+
+
+def add_ratios(training: list[dict]) -> None:
+    """Each row's target tokens/s over the nn.Transformer loop's, each seqbench row's over the plain loop of its
+    shape and over fairseq's model of its family (when there is one); None where a timing was unsteady."""
+    baselines = {row["shape_of"]: row for row in training if row["kind"] == "baseline"}
+    fairseq = {row["shape_of"]: row for row in training if row["kind"] == "fairseq"}
+    yardstick = baselines["transformer"]
+    for row in training:
+        row["vs_nn_transformer"] = _ratio(row, yardstick)
+        same = baselines.get(row["name"]) if row["kind"] == "seqbench" else None
+        row["vs_same_shape_baseline"] = {"baseline": same["name"], "ratio": _ratio(row, same)} if same else None
+        anchor = fairseq.get(row["name"]) if row["kind"] == "seqbench" else None
+        row["vs_fairseq"] = {"fairseq": anchor["name"], "ratio": _ratio(row, anchor)} if anchor else None

@@ -1,0 +1,145 @@
+"""fairseq as a measured anchor: the bench's reference families trained by fairseq 0.12.2 on the same generated pairs,
+token budget, threads, optimizer and steps, in its own virtual environment (fairseq cannot share seqbench's:
+`../shared/anchors/fairseq-install.sh VENV WORK` installs it, patched for this Python and torch).
+
+The pairs are written as text over a numbered vocabulary (t4, t5, ...; fairseq adds its four specials, so the
+vocabularies have the same size), binarised by fairseq-preprocess, and each family trained by fairseq-train with the
+architecture of its reference shape: `transformer` (post-LN, sinusoidal positions, tied decoder embeddings), `lstm`
+(bidirectional encoder, attention with input feeding) and `fconv` (ConvS2S). fairseq batches by its own rule (max of
+source and target length x sentences <= --max-tokens), so the batches hold the same budget, not the same sentences.
+Every update is logged (`--log-interval 1`, JSON); the first `warmup` are dropped and the rest grouped into the
+bench's windows. fairseq's wps counts target tokens with </s>, as seqbench's target tokens/s counts them with <eos>.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+
+from seqbench.common.errors import InputError
+from seqbench.measure.speed import steadiness
+from seqbench.measure.workload import Setting
+
+WINDOWS = 5
+
+
+def _tool(venv: str | Path, name: str) -> Path:
+    path = Path(venv) / "bin" / name
+    if not path.is_file():
+        raise InputError(f"--fairseq {venv}: no {name} there (install fairseq into it with "
+                         "../shared/anchors/fairseq-install.sh VENV WORK)")
+    return path
+
+
+def architecture(family: str, config: dict) -> list[str]:
+    """fairseq-train's arguments for the reference model of a family."""
+    dropout = ["--dropout", str(config.get("dropout", 0.1))]
+    if family == "transformer":
+        d, h, ff = config["d_model"], config["n_heads"], config["d_ff"]
+        return ["--arch", "transformer", "--share-decoder-input-output-embed", *dropout,
+                "--encoder-embed-dim", str(d), "--decoder-embed-dim", str(d), "--encoder-ffn-embed-dim", str(ff),
+                "--decoder-ffn-embed-dim", str(ff), "--encoder-attention-heads", str(h),
+                "--decoder-attention-heads", str(h), "--encoder-layers", str(config["encoder_layers"]),
+                "--decoder-layers", str(config["decoder_layers"])]
+    if family == "rnn":
+        e, h = config["embed_dim"], config["hidden_size"]
+        return ["--arch", "lstm", *dropout, "--encoder-embed-dim", str(e), "--decoder-embed-dim", str(e),
+                "--encoder-hidden-size", str(h), "--decoder-hidden-size", str(h), "--decoder-out-embed-dim", str(h),
+                "--encoder-layers", str(config["encoder_layers"]), "--decoder-layers", str(config["decoder_layers"]),
+                "--encoder-bidirectional"]
+    if family == "cnn":
+        layers = lambda blocks: "[" + ", ".join(f"({c}, {k})" for c, k in blocks) + "]"  # noqa: E731
+        return ["--arch", "fconv", *dropout, "--encoder-embed-dim", str(config["embed_dim"]),
+                "--decoder-embed-dim", str(config["embed_dim"]), "--decoder-out-embed-dim",
+                str(config["out_embed_dim"]), "--encoder-layers", layers(config["encoder_layers"]),
+                "--decoder-layers", layers(config["decoder_layers"])]
+    raise ValueError(f"no fairseq architecture for {family}")
+
+
+def write_data(pairs, vocab_size: int, folder: Path) -> None:
+    """The pairs as fairseq text over the numbered vocabulary, and its dictionary."""
+    for side, index in (("src", 1), ("tgt", 2)):
+        text = "".join(" ".join(f"t{i}" for i in pair[index]) + "\n" for pair in pairs)
+        (folder / f"train.{side}").write_text(text, encoding="utf-8")
+    (folder / "dict.txt").write_text("".join(f"t{i} 1\n" for i in range(4, vocab_size)), encoding="utf-8")
+
+
+def parameter_count(output: str) -> int | None:
+    """The model's parameter count from fairseq-train's log ("num. shared model params: 1,234,567 ...")."""
+    import re
+
+    found = re.search(r"num\. (?:shared )?model params: ([\d,]+)", output)
+    return int(found.group(1).replace(",", "")) if found else None
+
+
+def update_log(output: str) -> list[dict]:
+    """fairseq-train's per-update JSON records (train_inner), in order."""
+    records = []
+    for line in output.splitlines():
+        if "| train_inner |" in line:
+            records.append(json.loads(line.split("| train_inner |", 1)[1]))
+    return records
+
+
+def speed(records: list[dict], warmup: int) -> dict:
+    """Target tokens/s over WINDOWS windows of the updates after `warmup`, from each update's wpb and wps."""
+    timed = [r for r in records if int(r["num_updates"]) > warmup]
+    if not timed:
+        raise InputError("fairseq logged no update after the warm-up: raise --steps")
+    n = min(WINDOWS, len(timed))
+    bounds = [round(len(timed) * w / n) for w in range(n + 1)]
+    windows = []
+    for first, last in zip(bounds, bounds[1:]):
+        chunk = timed[first:last]
+        tokens = sum(float(r["wpb"]) for r in chunk)
+        seconds = sum(float(r["wpb"]) / float(r["wps"]) for r in chunk)
+        windows.append({"steps": len(chunk), "seconds": seconds, "target_tokens_per_s": tokens / seconds,
+                        "step_time_s": seconds / len(chunk)})
+    rate = steadiness([w["target_tokens_per_s"] for w in windows])
+    return {"target_tokens_per_s": rate["median"], "step_time_s": statistics.median(w["step_time_s"] for w in windows),
+            "spread": rate["spread"], "steady": rate["steady"], "windows": windows, "warmup_steps": warmup,
+            "timed_steps": len(timed)}
+
+
+def fairseq_rows(venv: str | Path, setting: Setting, families: list[str], pairs, warmup: int, steps: int,
+                 device: torch.device, log=print) -> list[dict]:
+    """One training row per family, as the bench's rows ("kind": "fairseq", "shape_of": the family)."""
+    preprocess, train = _tool(venv, "fairseq-preprocess"), _tool(venv, "fairseq-train")
+    threads = str(torch.get_num_threads())
+    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+    env.pop("PYTHONPATH", None)  # fairseq's own environment, not seqbench's
+    rows = []
+    src_tokens = sum(len(p[1]) for p in pairs) / len(pairs)
+    tgt_tokens = sum(len(p[2]) + 1 for p in pairs) / len(pairs)
+    with tempfile.TemporaryDirectory() as work:
+        folder = Path(work)
+        write_data(pairs, setting.vocab_size, folder)
+        subprocess.run([str(preprocess), "--source-lang", "src", "--target-lang", "tgt", "--trainpref",
+                        str(folder / "train"), "--validpref", str(folder / "train"), "--destdir",
+                        str(folder / "bin"), "--srcdict", str(folder / "dict.txt"), "--tgtdict",
+                        str(folder / "dict.txt"), "--workers", "1"], check=True, capture_output=True, env=env)
+        for family in families:
+            log(f"training fairseq {family} ...")
+            args = [str(train), str(folder / "bin"), *architecture(family, setting.models[family]),
+                    "--max-tokens", str(setting.max_tokens), "--max-update", str(warmup + steps),
+                    "--optimizer", "adam", "--lr", "1e-4", "--criterion", "label_smoothed_cross_entropy",
+                    "--label-smoothing", "0.1", "--disable-validation", "--no-save", "--log-format", "json",
+                    "--log-interval", "1", "--seed", str(setting.seed), "--num-workers", "0",
+                    "--max-source-positions", "1024", "--max-target-positions", "1024",
+                    *(["--cpu"] if device.type == "cpu" else [])]
+            done = subprocess.run(args, capture_output=True, text=True, env=env)
+            if done.returncode != 0:
+                tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+                raise InputError(f"fairseq-train {family} failed: {tail[0][:300]}")
+            output = done.stdout + done.stderr
+            rows.append({"name": f"fairseq {family}", "kind": "fairseq", "shape_of": family,
+                         "parameters": parameter_count(output), **speed(update_log(output), warmup),
+                         "src_tgt_tokens_per_s": None,
+                         "mean_src_tokens": src_tokens, "mean_tgt_tokens": tgt_tokens,
+                         "memory": {"cpu_rss_peak_mb": None, "cuda_max_allocated_mb": None}})
+    return rows

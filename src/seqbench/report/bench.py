@@ -1,0 +1,81 @@
+"""`seqbench bench`'s tables, from the record seqbench.measure.bench.run_bench returns."""
+from __future__ import annotations
+
+
+def _ratio(value: float | None, unsteady: str = "unsteady") -> str:
+    return f"{value:.2f}x" if value is not None else unsteady
+
+
+def _rate(row: dict) -> str:
+    text = f"{row['target_tokens_per_s']:,.0f}"
+    return text if row.get("steady", True) else f"{text} (unsteady: windows spread {row['spread']:.0%})"
+
+
+def _mfu(flops: dict) -> str:
+    """The table's MFU cell: the share, or why there is none (the header line says how the peak was measured)."""
+    if flops.get("mfu") is not None:
+        return f"{flops['mfu']:.1%}"
+    return "n/a (stale peak: see below)" if flops.get("mfu_note") else "n/a"
+
+
+def _speed(speed: dict) -> str:
+    text = f"{speed['sentences_per_s']:,.1f} ({speed['target_tokens_per_s']:,.0f})"
+    return text if speed.get("steady", True) else f"{text}, unsteady ({speed['spread']:.0%})"
+
+
+def markdown(result: dict) -> str:
+    machine, settings = result["machine"], result["settings"]
+    peak = machine["peaks"]["float32"]
+    busy = peak.get("cpu_busy_fraction")
+    idle = {True: "cores idle", False: "cores busy", None: "load unknown"}[peak["cores_idle"]] + \
+        (f": {busy:.0%} busy just before" if busy is not None else "")
+    unfit = f"; not fit to cache: {'; '.join(peak['unfit'])}" if peak.get("unfit") else ""
+    lines = [f"device: {machine['device']} ({machine['device_type']}), {machine['threads']} threads, fp32, "
+             f"torch {machine['torch']}",
+             f"MFU denominator: fp32 matmul peak {peak['flops_per_s'] / 1e9:,.0f} GFLOP/s ({peak['source']}; measured "
+             f"{peak['measured_at']}, n={peak['matrix_size']}, {peak['measure_seconds']:.1f} s, {idle}{unfit})",
+             f"training: {settings['pairs']:,} generated pairs, lengths {settings['lengths'][0]}-"
+             f"{settings['lengths'][1]}, vocab {settings['vocab_size']:,}, {settings['max_tokens']:,}-token batches; "
+             f"median of {settings['windows']} windows over {settings['timed_steps']} steps after "
+             f"{settings['warmup_steps']} warm-up steps; a ratio with an unsteady row (windows spread more than "
+             "15%) is not given", "",
+             "| model | params | tgt tok/s | src+tgt tok/s | step ms | GFLOP/s | MFU | peak MB "
+             "| x nn.Transformer | x same-shape loop | x fairseq |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    stale = next((row["flops"]["mfu_note"] for row in result["training"] if row["flops"].get("mfu") is None
+                  and row["flops"].get("mfu_note")), None)
+    for row in result["training"]:
+        same, anchor = row.get("vs_same_shape_baseline"), row.get("vs_fairseq")
+        same = f"{_ratio(same['ratio'])} ({same['baseline']})" if same else "-"
+        anchor = f"{_ratio(anchor['ratio'])}" if anchor else "-"
+        memory = row["memory"]["cuda_max_allocated_mb"] or row["memory"]["cpu_rss_peak_mb"]
+        params = f"{row['parameters'] / 1e6:.2f}M" if row.get("parameters") else "-"
+        both = f"{row['src_tgt_tokens_per_s']:,.0f}" if row.get("src_tgt_tokens_per_s") else "-"
+        lines.append(f"| {row['name']} | {params} | {_rate(row)} | {both} | {1000 * row['step_time_s']:,.0f} "
+                     f"| {row['flops']['achieved_train_flops_per_s'] / 1e9:,.1f} | {_mfu(row['flops'])} "
+                     f"| {f'{memory:,.0f}' if memory else '-'} | {_ratio(row['vs_nn_transformer'])} | {same} "
+                     f"| {anchor} |")
+    if stale:
+        lines += ["", f"MFU {stale}"]
+    lines += ["", f"decoding: {settings['decode_sentences']} sentences, every hypothesis exactly "
+                  f"{settings['decode_tokens']} tokens, median of {settings.get('decode_repeats', 1)} passes; "
+                  "sentences/s (target tokens/s)", "",
+              f"| model | greedy | beam {settings['beam_size']} | greedy, no cache | cache speed-up (greedy) |",
+              "|---|---|---|---|---|"]
+    for row in result["decoding"]:
+        cells = [_speed(row[k]) for k in ("greedy", "beam", "greedy_uncached")]
+        lines.append(f"| {row['name']} | {' | '.join(cells)} | {_ratio(row['cache_speedup_greedy'])} |")
+    engine_rows = [row for row in result["decoding"] if "ctranslate2" in row]
+    if engine_rows:
+        lines += ["", "the same weights decoded by CTranslate2 (same sources, forced length and threads); "
+                      "sentences/s, and seqbench's speed as a share of the engine's", "",
+                  f"| model | engine | greedy | beam {settings['beam_size']} | seqbench / engine, greedy "
+                  f"| seqbench / engine, beam {settings['beam_size']} |", "|---|---|---|---|---|---|"]
+        for row in engine_rows:
+            for compute_type, engine in row["ctranslate2"].items():
+                ratios = [row[k]["sentences_per_s"] / engine[k]["sentences_per_s"]
+                          if row[k].get("steady", True) and engine[k].get("steady", True) else None
+                          for k in ("greedy", "beam")]
+                lines.append(f"| {row['name']} | CTranslate2 {compute_type} | {_speed(engine['greedy'])} "
+                             f"| {_speed(engine['beam'])} | {_ratio(ratios[0])} | {_ratio(ratios[1])} |")
+    return "\n".join(lines)
