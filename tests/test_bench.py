@@ -47,7 +47,7 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
     assert list(rows) == ["transformer", "rnn", "cnn", "preset transformer", "nn.Transformer", "nn.LSTM"]
     for row in rows.values():
         assert row["target_tokens_per_s"] > 0 and row["src_tgt_tokens_per_s"] > row["target_tokens_per_s"]
-        assert row["step_time_s"] > 0 and len(row["windows"]) == 4 and row["timed_steps"] == 4
+        assert row["step_time_s"] > 0 and len(row["windows"]) == 4 and row["timed_steps"] == 4  # 4 windows of 1
         assert row["steady"] == (row["spread"] <= 0.15)
         assert row["flops"]["mfu"] is None or 0 < row["flops"]["mfu"] <= 1
         assert row["flops"]["peak_source"] == "measured now" and row["flops"]["mfu_datasheet"] is None  # CPU
@@ -113,8 +113,8 @@ def test_uncached_greedy_equals_cached_greedy(case, min_len):
 
 
 def test_baselines_have_the_reference_shapes_and_are_causal():
-    from seqbench.measure.workload import REFERENCE, build
     from seqbench.measure.baselines import PlainLSTM, PlainTransformer
+    from seqbench.measure.workload import REFERENCE, build
 
     small = {"transformer": dict(d_model=32, n_heads=2, encoder_layers=2, decoder_layers=2, d_ff=64),
              "rnn": dict(embed_dim=16, hidden_size=24, encoder_layers=2, decoder_layers=2)}
@@ -143,20 +143,21 @@ def test_steadiness_is_the_median_and_the_spread_over_it():
 
 
 FAIRSEQ_LOG = "\n".join(
-    f'2026-12-03 08:52:35 | INFO | train_inner | {{"epoch": 1, "num_updates": "{n}", "wps": "{wps}", '
-    f'"wpb": "{wpb}", "loss": "8.4"}}' for n, wps, wpb in
-    [(1, "0", 287), (2, "1000", 500), (3, "2000", 500), (4, "1000", 250), (5, "1000", 250)]) + \
+    f'2026-12-03 08:52:35 | INFO | train_inner | {{"epoch": {epoch}, "num_updates": "{n}", "wps": "{wps}", '
+    f'"wpb": "{wpb}", "loss": "8.4"}}' for epoch, n, wps, wpb in
+    [(1, 1, "0", 287), (1, 2, "900", 500), (2, 3, "2000", 500), (2, 4, "1000", 250), (3, 5, "1000", 250),
+     (3, 6, "1000", 500)]) + \
     "\n2026-12-03 08:52:34 | INFO | fairseq_cli.train | num. shared model params: 1,234,567 (num. trained: 1,234,567)"
 
 
 def test_fairseq_rows_read_its_per_update_log():
     records = fairseq.update_log(FAIRSEQ_LOG)
-    assert [int(r["num_updates"]) for r in records] == [1, 2, 3, 4, 5]
-    speed = fairseq.speed(records, warmup=1)  # update 1 (and its wps of 0) is the warm-up
-    assert speed["timed_steps"] == 4 and len(speed["windows"]) == 4
-    # by hand: the windows' rates are 1000, 2000, 1000, 1000 target tokens/s; their median 1000
-    assert [w["target_tokens_per_s"] for w in speed["windows"]] == pytest.approx([1000, 2000, 1000, 1000])
-    assert speed["target_tokens_per_s"] == pytest.approx(1000) and not speed["steady"]
+    assert [int(r["num_updates"]) for r in records] == [1, 2, 3, 4, 5, 6]
+    speed = fairseq.speed(records)  # epoch 1 (and its wps of 0) is the warm-up
+    assert speed["warmup_steps"] == 2 and speed["timed_steps"] == 4 and len(speed["windows"]) == 2
+    # by hand: epoch 2 is 750 tokens in 0.25 + 0.25 s, epoch 3 is 750 tokens in 0.25 + 0.5 s
+    assert [w["target_tokens_per_s"] for w in speed["windows"]] == pytest.approx([1500, 1000])
+    assert speed["target_tokens_per_s"] == pytest.approx(1250) and not speed["steady"]
     assert fairseq.parameter_count(FAIRSEQ_LOG) == 1234567
 
 
@@ -179,5 +180,5 @@ def test_tiny_bench_with_fairseq_rows(tmp_path, capsys, monkeypatch):
     rows = {row["name"]: row for row in json.loads((tmp_path / "out" / "bench.json").read_text())["training"]}
     for family in ("transformer", "rnn", "cnn"):
         anchor = rows[f"fairseq {family}"]
-        assert anchor["target_tokens_per_s"] > 0 and anchor["timed_steps"] == 4 and anchor["parameters"] > 0
+        assert anchor["target_tokens_per_s"] > 0 and len(anchor["windows"]) == 4 and anchor["parameters"] > 0
         assert rows[family]["vs_fairseq"]["fairseq"] == f"fairseq {family}"

@@ -1,8 +1,10 @@
 """What `seqbench bench` measures: training and decoding speed of the reference models (seqbench.measure.workload)
 beside plain PyTorch loops, CTranslate2 and, when installed, fairseq, on the same batches, threads and steps.
 
-Training: `warmup` untimed steps, then `steps` timed ones split into WINDOWS windows; each rate is the median over
-the windows, with their spread (seqbench.measure.speed.steadiness). Baseline rows (a plain `torch.nn.Transformer`
+Training: `warmup` untimed steps, then WINDOWS timed windows, each a pass over the same steps / WINDOWS batches (so
+windows differ by noise only); each rate is the median over the windows, with their spread
+(seqbench.measure.speed.steadiness). fairseq trains on exactly those batches' sentences, one pass per window.
+Baseline rows (a plain `torch.nn.Transformer`
 loop, and a plain `torch.nn.LSTM` loop when the rnn family runs; seqbench.measure.baselines) run in the same process,
 so every seqbench row comes with ratios measured side by side. A ratio involving an unsteady row is left out: the
 row says how wide its windows spread instead. Training FLOPs are each model's analytic `flops_per_token` (3x
@@ -41,8 +43,15 @@ LABEL_SMOOTHING = 0.1
 CTRANSLATE2_TYPES = ("float32", "int8")  # fp32: the same arithmetic; int8: what the engine is deployed with on CPU
 
 
+def timing_batches(batches: list[dict], steps: int, windows: int = WINDOWS) -> list[dict]:
+    """The batches one timing window trains on: steps / windows of them (at least one). Every window trains on the
+    same ones, so the windows differ only by noise, and a spread between them means an unsteady machine."""
+    return batches[:max(1, steps // windows)]
+
+
 def train_speed(model, batches: list[dict], warmup: int, steps: int, device: torch.device, seqbench: bool) -> dict:
-    """Trains `warmup` untimed steps, then `steps` timed ones in WINDOWS windows, cycling through the batches.
+    """`warmup` untimed steps, then WINDOWS timed windows, each one pass over the same timing_batches (steps in all,
+    rounded to whole passes).
 
     seqbench models train with the module's loss (label-smoothed, plus the plain NLL it logs); baselines with
     F.cross_entropy and the same smoothing. Tokens are non-pad target tokens (and source + target).
@@ -50,6 +59,7 @@ def train_speed(model, batches: list[dict], warmup: int, steps: int, device: tor
     model.to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
+    window = timing_batches(batches, steps)
 
     def step(batch):
         logits = model(batch["src"], batch["src_mask"], batch["tgt_in"])
@@ -63,29 +73,25 @@ def train_speed(model, batches: list[dict], warmup: int, steps: int, device: tor
         optimizer.step()
 
     for i in range(warmup):
-        step(batches[i % len(batches)])
-    n_windows = min(WINDOWS, steps)
-    bounds = [round(steps * w / n_windows) for w in range(n_windows + 1)]
-    windows, sentences, src_tokens, tgt_tokens = [], 0, 0, 0
-    for first, last in zip(bounds, bounds[1:]):
-        chosen = [batches[(warmup + i) % len(batches)] for i in range(first, last)]
+        step(batches[len(window) + i % max(1, len(batches) - len(window))])  # warm up on other batches
+    tgt = sum(int((b["tgt_out"] != PAD_ID).sum()) for b in window)
+    src = sum(int(b["src_mask"].sum()) for b in window)
+    sentences = sum(b["src"].size(0) for b in window)
+    windows = []
+    for _ in range(min(WINDOWS, steps)):
         start = clock(device)
-        for batch in chosen:
+        for batch in window:
             step(batch)
         seconds = clock(device) - start
-        tgt = sum(int((b["tgt_out"] != PAD_ID).sum()) for b in chosen)
-        src = sum(int(b["src_mask"].sum()) for b in chosen)
-        windows.append({"steps": len(chosen), "seconds": seconds, "target_tokens_per_s": tgt / seconds,
-                        "src_tgt_tokens_per_s": (src + tgt) / seconds, "step_time_s": seconds / len(chosen)})
-        sentences += sum(b["src"].size(0) for b in chosen)
-        src_tokens, tgt_tokens = src_tokens + src, tgt_tokens + tgt
+        windows.append({"steps": len(window), "seconds": seconds, "target_tokens_per_s": tgt / seconds,
+                        "src_tgt_tokens_per_s": (src + tgt) / seconds, "step_time_s": seconds / len(window)})
     model.eval()
     rate = steadiness([w["target_tokens_per_s"] for w in windows])
     return {**{key: statistics.median(w[key] for w in windows)
                for key in ("target_tokens_per_s", "src_tgt_tokens_per_s", "step_time_s")},
             "spread": rate["spread"], "steady": rate["steady"],
-            "windows": windows, "warmup_steps": warmup, "timed_steps": steps,
-            "mean_src_tokens": src_tokens / sentences, "mean_tgt_tokens": tgt_tokens / sentences}
+            "windows": windows, "warmup_steps": warmup, "timed_steps": len(window) * len(windows),
+            "mean_src_tokens": src / sentences, "mean_tgt_tokens": tgt / sentences}
 
 
 def _decoder_search(decoder) -> Callable:
@@ -184,7 +190,9 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
     if fairseq is not None:
         from seqbench.measure.fairseq import fairseq_rows
 
-        for row in fairseq_rows(fairseq, setting, families, pairs, warmup, steps, device, log):
+        window = timing_batches(batches, steps)
+        sentences = [pairs[int(i)] for batch in window for i in batch["index"]]
+        for row in fairseq_rows(fairseq, setting, families, sentences, device, min(WINDOWS, steps), log):
             row["flops"] = _flops(twins[row["shape_of"]], row, cached, device)
             training.append(row)
     add_ratios(training)

@@ -6,9 +6,11 @@ The pairs are written as text over a numbered vocabulary (t4, t5, ...; fairseq a
 vocabularies have the same size), binarised by fairseq-preprocess, and each family trained by fairseq-train with the
 architecture of its reference shape: `transformer` (post-LN, sinusoidal positions, tied decoder embeddings), `lstm`
 (bidirectional encoder, attention with input feeding) and `fconv` (ConvS2S). fairseq batches by its own rule (max of
-source and target length x sentences <= --max-tokens), so the batches hold the same budget, not the same sentences.
-Every update is logged (`--log-interval 1`, JSON); the first `warmup` are dropped and the rest grouped into the
-bench's windows. fairseq's wps counts target tokens with </s>, as seqbench's target tokens/s counts them with <eos>.
+source and target length x sentences <= --max-tokens), so the batches hold the same budget, not the same grouping:
+fairseq trains on the sentences of the batches of one seqbench timing window, one epoch per window after one
+untimed epoch, so both toolkits time passes over the same sentences. Every update is logged (`--log-interval 1`,
+JSON); a window's rate is its epoch's target tokens over the time of its updates. fairseq's wps counts target tokens
+with </s>, as seqbench's target tokens/s counts them with <eos>.
 """
 from __future__ import annotations
 
@@ -24,8 +26,6 @@ import torch
 from seqbench.common.errors import InputError
 from seqbench.measure.speed import steadiness
 from seqbench.measure.workload import Setting
-
-WINDOWS = 5
 
 
 def _tool(venv: str | Path, name: str) -> Path:
@@ -86,29 +86,30 @@ def update_log(output: str) -> list[dict]:
     return records
 
 
-def speed(records: list[dict], warmup: int) -> dict:
-    """Target tokens/s over WINDOWS windows of the updates after `warmup`, from each update's wpb and wps."""
-    timed = [r for r in records if int(r["num_updates"]) > warmup]
+def speed(records: list[dict]) -> dict:
+    """Target tokens/s of every epoch after the first (the warm-up), from each update's wpb and wps."""
+    epochs: dict[int, list[dict]] = {}
+    for record in records:
+        epochs.setdefault(int(record["epoch"]), []).append(record)
+    timed = [updates for epoch, updates in sorted(epochs.items()) if epoch > 1]
     if not timed:
-        raise InputError("fairseq logged no update after the warm-up: raise --steps")
-    n = min(WINDOWS, len(timed))
-    bounds = [round(len(timed) * w / n) for w in range(n + 1)]
+        raise InputError("fairseq logged no epoch after the warm-up epoch")
     windows = []
-    for first, last in zip(bounds, bounds[1:]):
-        chunk = timed[first:last]
+    for chunk in timed:
         tokens = sum(float(r["wpb"]) for r in chunk)
         seconds = sum(float(r["wpb"]) / float(r["wps"]) for r in chunk)
         windows.append({"steps": len(chunk), "seconds": seconds, "target_tokens_per_s": tokens / seconds,
                         "step_time_s": seconds / len(chunk)})
     rate = steadiness([w["target_tokens_per_s"] for w in windows])
     return {"target_tokens_per_s": rate["median"], "step_time_s": statistics.median(w["step_time_s"] for w in windows),
-            "spread": rate["spread"], "steady": rate["steady"], "windows": windows, "warmup_steps": warmup,
-            "timed_steps": len(timed)}
+            "spread": rate["spread"], "steady": rate["steady"], "windows": windows,
+            "warmup_steps": len(epochs.get(1, [])), "timed_steps": sum(map(len, timed))}
 
 
-def fairseq_rows(venv: str | Path, setting: Setting, families: list[str], pairs, warmup: int, steps: int,
-                 device: torch.device, log=print) -> list[dict]:
-    """One training row per family, as the bench's rows ("kind": "fairseq", "shape_of": the family)."""
+def fairseq_rows(venv: str | Path, setting: Setting, families: list[str], pairs, device: torch.device,
+                 windows: int, log=print) -> list[dict]:
+    """One training row per family, as the bench's rows ("kind": "fairseq", "shape_of": the family): `pairs` are
+    the sentences of one timing window, trained for 1 + `windows` epochs."""
     preprocess, train = _tool(venv, "fairseq-preprocess"), _tool(venv, "fairseq-train")
     threads = str(torch.get_num_threads())
     env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
@@ -126,7 +127,7 @@ def fairseq_rows(venv: str | Path, setting: Setting, families: list[str], pairs,
         for family in families:
             log(f"training fairseq {family} ...")
             args = [str(train), str(folder / "bin"), *architecture(family, setting.models[family]),
-                    "--max-tokens", str(setting.max_tokens), "--max-update", str(warmup + steps),
+                    "--max-tokens", str(setting.max_tokens), "--max-epoch", str(1 + windows),
                     "--optimizer", "adam", "--lr", "1e-4", "--criterion", "label_smoothed_cross_entropy",
                     "--label-smoothing", "0.1", "--disable-validation", "--no-save", "--log-format", "json",
                     "--log-interval", "1", "--seed", str(setting.seed), "--num-workers", "0",
@@ -138,7 +139,7 @@ def fairseq_rows(venv: str | Path, setting: Setting, families: list[str], pairs,
                 raise InputError(f"fairseq-train {family} failed: {tail[0][:300]}")
             output = done.stdout + done.stderr
             rows.append({"name": f"fairseq {family}", "kind": "fairseq", "shape_of": family,
-                         "parameters": parameter_count(output), **speed(update_log(output), warmup),
+                         "parameters": parameter_count(output), **speed(update_log(output)),
                          "src_tgt_tokens_per_s": None,
                          "mean_src_tokens": src_tokens, "mean_tgt_tokens": tgt_tokens,
                          "memory": {"cpu_rss_peak_mb": None, "cuda_max_allocated_mb": None}})
