@@ -102,6 +102,15 @@ def test_families_interleave_and_a_family_waits_for_its_whole_rung():
     assert [(j.family, j.steps) for j in jobs if j.family == "a"] == [("a", 10)]
 
 
+def test_no_family_waits_while_the_others_run():
+    config = {**TINY_SEARCH, "families": {"a": {}, "b": {}, "c": {}}}
+    running = [halving.Job("a", "search", 0, 10, 1), halving.Job("b", "search", 0, 10, 1)]
+    assert halving.next_job(config, {}, running) == halving.Job("c", "search", 0, 10, 1)
+    records = _records(config, "a", {(0, 10): 1.0})
+    running = [halving.Job("b", "search", 0, 10, 1), halving.Job("c", "search", 0, 10, 1)]
+    assert halving.next_job(config, records, running) == halving.Job("a", "search", 1, 10, 1)
+
+
 def test_budget_is_the_same_whatever_the_family_learns():
     assert halving.budget(TINY_SEARCH) == {"search": 8 * 10 + 4 * 20 + 2 * 60, "confirm": 2 * 1 * 90}
     spent = {r: halving._spent(TINY_SEARCH, halving.Record(f"a/search/0/{r}/1", "complete", 1.0, r, 1.0, ""))

@@ -203,6 +203,16 @@ def pending(config: dict, records: dict[str, Record]) -> list[Job]:
     return [job for group in itertools.zip_longest(*lists) for job in group if job is not None]
 
 
+def next_job(config: dict, records: dict[str, Record], running: list[Job]) -> Job | None:
+    """The job to start next: a ready one of the family with the fewest jobs running (the file's order breaks
+    ties), so no family waits while the others run."""
+    busy = {job.key for job in running}
+    ready = [job for job in pending(config, records) if job.key not in busy]
+    families = list(config["families"])
+    load = {family: sum(job.family == family for job in running) for family in families}
+    return min(ready, key=lambda job: (load[job.family], ready.index(job)), default=None)
+
+
 def _override(name: str, value: Any) -> str:
     if isinstance(value, bool):
         text = "true" if value else "false"
@@ -297,10 +307,7 @@ def run_search(path: str | Path, out: str | Path, seed: int = 0, parallel: int =
     with ThreadPoolExecutor(max_workers=parallel) as pool, interrupted_by_sigterm():
         try:
             while True:
-                busy = {job.key for job in running.values()}
-                for job in [job for job in pending(config, records) if job.key not in busy]:
-                    if len(running) >= parallel:
-                        break
+                while len(running) < parallel and (job := next_job(config, records, list(running.values()))):
                     params = configurations[job.family][job.index]
                     running[pool.submit(run_job, config, params, job, sweep_dir, env, stopping)] = job
                 if not running:
