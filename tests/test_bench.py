@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 
 import pytest
 import torch
@@ -52,9 +53,11 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
         assert row["flops"]["mfu"] is None or 0 < row["flops"]["mfu"] <= 1
         assert row["flops"]["peak_source"] == "measured now" and row["flops"]["mfu_datasheet"] is None  # CPU
         assert row["memory"]["cpu_rss_peak_mb"] > 0 and row["parameters"] > 0
-        expected = row["target_tokens_per_s"] / rows["nn.Transformer"]["target_tokens_per_s"] \
-            if row["steady"] and rows["nn.Transformer"]["steady"] else None  # no ratio of an unsteady timing
-        assert row["vs_nn_transformer"] == pytest.approx(expected)
+        ratios = [a["target_tokens_per_s"] / b["target_tokens_per_s"]  # round by round, side by side
+                  for a, b in zip(row["windows"], rows["nn.Transformer"]["windows"])]
+        assert row["vs_nn_transformer"]["rounds"] == pytest.approx(ratios)
+        steady = row["vs_nn_transformer"]["spread"] <= 0.15
+        assert row["vs_nn_transformer"]["ratio"] == (pytest.approx(statistics.median(ratios)) if steady else None)
     assert rows["transformer"]["vs_same_shape_baseline"]["baseline"] == "nn.Transformer"
     assert rows["rnn"]["vs_same_shape_baseline"]["baseline"] == "nn.LSTM"
     assert rows["cnn"]["vs_same_shape_baseline"] is None and rows["preset transformer"]["parameters"] > \
@@ -153,11 +156,11 @@ FAIRSEQ_LOG = "\n".join(
 def test_fairseq_rows_read_its_per_update_log():
     records = fairseq.update_log(FAIRSEQ_LOG)
     assert [int(r["num_updates"]) for r in records] == [1, 2, 3, 4, 5, 6]
-    speed = fairseq.speed(records)  # epoch 1 (and its wps of 0) is the warm-up
-    assert speed["warmup_steps"] == 2 and speed["timed_steps"] == 4 and len(speed["windows"]) == 2
     # by hand: epoch 2 is 750 tokens in 0.25 + 0.25 s, epoch 3 is 750 tokens in 0.25 + 0.5 s
-    assert [w["target_tokens_per_s"] for w in speed["windows"]] == pytest.approx([1500, 1000])
-    assert speed["target_tokens_per_s"] == pytest.approx(1250) and not speed["steady"]
+    assert fairseq.epoch_window(records, 2)["target_tokens_per_s"] == pytest.approx(1500)
+    assert fairseq.epoch_window(records, 3) == {"steps": 2, "seconds": pytest.approx(0.75), "step_time_s":
+                                                pytest.approx(0.375), "target_tokens_per_s": pytest.approx(1000),
+                                                "src_tgt_tokens_per_s": None}
     assert fairseq.parameter_count(FAIRSEQ_LOG) == 1234567
 
 

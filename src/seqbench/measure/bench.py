@@ -1,13 +1,13 @@
 """What `seqbench bench` measures: training and decoding speed of the reference models (seqbench.measure.workload)
 beside plain PyTorch loops, CTranslate2 and, when installed, fairseq, on the same batches, threads and steps.
 
-Training: `warmup` untimed steps, then WINDOWS timed windows, each a pass over the same steps / WINDOWS batches (so
-windows differ by noise only); each rate is the median over the windows, with their spread
-(seqbench.measure.speed.steadiness). fairseq trains on exactly those batches' sentences, one pass per window.
-Baseline rows (a plain `torch.nn.Transformer`
-loop, and a plain `torch.nn.LSTM` loop when the rnn family runs; seqbench.measure.baselines) run in the same process,
-so every seqbench row comes with ratios measured side by side. A ratio involving an unsteady row is left out: the
-row says how wide its windows spread instead. Training FLOPs are each model's analytic `flops_per_token` (3x
+Training: `warmup` untimed steps per model, then WINDOWS rounds; in each round every row trains one window, a pass
+over the same steps / WINDOWS batches (fairseq over exactly those batches' sentences, an epoch after a warm-up
+epoch). Each rate is the median over a row's windows, with their spread (seqbench.measure.speed.steadiness); each
+ratio is the median of the per-round ratios, so a host whose speed drifts over minutes (seen: 10-30% on a shared
+2-core VM) moves both sides of a ratio alike. A ratio whose rounds disagree by more than MAX_SPREAD is not given.
+Baseline rows (a plain `torch.nn.Transformer` loop, and a plain `torch.nn.LSTM` loop when the rnn family runs;
+seqbench.measure.baselines) run in the same process. Training FLOPs are each model's analytic `flops_per_token` (3x
 forward); a baseline counts those of the seqbench model of its shape. MFU is against the machine's matmul peak
 (seqbench.measure.peaks), with its provenance.
 
@@ -45,53 +45,59 @@ CTRANSLATE2_TYPES = ("float32", "int8")  # fp32: the same arithmetic; int8: what
 
 def timing_batches(batches: list[dict], steps: int, windows: int = WINDOWS) -> list[dict]:
     """The batches one timing window trains on: steps / windows of them (at least one). Every window trains on the
-    same ones, so the windows differ only by noise, and a spread between them means an unsteady machine."""
+    same ones, so the windows differ only by noise."""
     return batches[:max(1, steps // windows)]
 
 
-def train_speed(model, batches: list[dict], warmup: int, steps: int, device: torch.device, seqbench: bool) -> dict:
-    """`warmup` untimed steps, then WINDOWS timed windows, each one pass over the same timing_batches (steps in all,
-    rounded to whole passes).
+class TrainingRow:
+    """One model training, a timing window at a time, so the bench can time every row's window in turn (rounds):
+    a host that speeds up or slows down over minutes then moves every row of a round alike.
 
     seqbench models train with the module's loss (label-smoothed, plus the plain NLL it logs); baselines with
-    F.cross_entropy and the same smoothing. Tokens are non-pad target tokens (and source + target).
-    """
-    model.to(device).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
-    window = timing_batches(batches, steps)
+    F.cross_entropy and the same smoothing. Tokens are non-pad target tokens (and source + target)."""
 
-    def step(batch):
-        logits = model(batch["src"], batch["src_mask"], batch["tgt_in"])
-        if seqbench:
+    def __init__(self, model, device: torch.device, seqbench: bool):
+        self.model, self.device, self.seqbench = model.to(device).train(), device, seqbench
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step(self, batch: dict) -> None:
+        logits = self.model(batch["src"], batch["src_mask"], batch["tgt_in"])
+        if self.seqbench:
             loss = label_smoothed_nll(logits, batch["tgt_out"], LABEL_SMOOTHING)[0]
         else:
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch["tgt_out"].reshape(-1),
                                    ignore_index=PAD_ID, label_smoothing=LABEL_SMOOTHING)
-        optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        optimizer.step()
+        self.optimizer.step()
 
-    for i in range(warmup):
-        step(batches[len(window) + i % max(1, len(batches) - len(window))])  # warm up on other batches
-    tgt = sum(int((b["tgt_out"] != PAD_ID).sum()) for b in window)
-    src = sum(int(b["src_mask"].sum()) for b in window)
-    sentences = sum(b["src"].size(0) for b in window)
-    windows = []
-    for _ in range(min(WINDOWS, steps)):
-        start = clock(device)
-        for batch in window:
-            step(batch)
-        seconds = clock(device) - start
-        windows.append({"steps": len(window), "seconds": seconds, "target_tokens_per_s": tgt / seconds,
-                        "src_tgt_tokens_per_s": (src + tgt) / seconds, "step_time_s": seconds / len(window)})
-    model.eval()
+    def warm_up(self, batches: list[dict]) -> dict:
+        """Untimed steps (the allocator, the kernels' first calls); returns the peak memory they reached."""
+        reset_peak_memory()
+        for batch in batches:
+            self.step(batch)
+        return peak_memory(self.device)
+
+    def window(self, batches: list[dict]) -> dict:
+        start = clock(self.device)
+        for batch in batches:
+            self.step(batch)
+        seconds = clock(self.device) - start
+        tgt = sum(int((b["tgt_out"] != PAD_ID).sum()) for b in batches)
+        src = sum(int(b["src_mask"].sum()) for b in batches)
+        return {"steps": len(batches), "seconds": seconds, "target_tokens_per_s": tgt / seconds,
+                "src_tgt_tokens_per_s": (src + tgt) / seconds, "step_time_s": seconds / len(batches)}
+
+
+def summary(windows: list[dict], warmup: int) -> dict:
+    """A row's rates: the median over its windows, with their spread."""
     rate = steadiness([w["target_tokens_per_s"] for w in windows])
-    return {**{key: statistics.median(w[key] for w in windows)
-               for key in ("target_tokens_per_s", "src_tgt_tokens_per_s", "step_time_s")},
-            "spread": rate["spread"], "steady": rate["steady"],
-            "windows": windows, "warmup_steps": warmup, "timed_steps": len(window) * len(windows),
-            "mean_src_tokens": src / sentences, "mean_tgt_tokens": tgt / sentences}
+    return {**{key: statistics.median(w[key] for w in windows if w.get(key) is not None)
+               for key in ("target_tokens_per_s", "step_time_s")},
+            "src_tgt_tokens_per_s": statistics.median(w["src_tgt_tokens_per_s"] for w in windows)
+            if all(w.get("src_tgt_tokens_per_s") for w in windows) else None,
+            "spread": rate["spread"], "steady": rate["steady"], "windows": windows, "warmup_steps": warmup,
+            "timed_steps": sum(w["steps"] for w in windows)}
 
 
 def _decoder_search(decoder) -> Callable:
@@ -151,23 +157,20 @@ def _flops(model, speed: dict, cached: dict, device: torch.device) -> dict:
 def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], warmup: int, steps: int,
               device: torch.device, cache_dir: str | None, log=print, fairseq: str | None = None) -> dict:
     """The training and decoding rows of the reference `families` and the `presets` ({name: model config});
-    `fairseq`: a virtual environment with fairseq, whose rows train the same families on the same data."""
+    `fairseq`: a virtual environment with fairseq, whose rows train the same families on the same sentences.
+    Training is timed in rounds: each round times one window of every row in turn."""
     cached = peaks.cached_peaks(device, cache_dir, setting.peak_seconds)
     pairs = generated_pairs(setting)
-    batches = make_batches(pairs, setting.max_tokens, setting.seed)
+    batches = [{k: v.to(device) for k, v in b.items()} for b in make_batches(pairs, setting.max_tokens, setting.seed)]
+    window = timing_batches(batches, steps)
+    warm = [batches[len(window) + i % max(1, len(batches) - len(window))] for i in range(warmup)]
     to_decode = decode_batches(pairs, setting)
+    rows, decoding, twins = [], [], {}
     models = [(family, family, setting.models[family]) for family in families]
     models += [(f"preset {name}", None, config) for name, config in presets.items()]
-    twins, training, decoding = {}, [], []
     for name, family, config in models:
         model = build(config, setting.vocab_size, setting.seed)
-        if family:
-            twins[family] = model
-        log(f"training {name} ...")
-        reset_peak_memory()
-        speed = train_speed(model, batches, warmup, steps, device, seqbench=True)
-        training.append({"name": name, "kind": "seqbench", "config": config, "parameters": model.num_parameters(),
-                         **speed, "flops": _flops(model, speed, cached, device), "memory": peak_memory(device)})
+        twins[family or name] = model
         log(f"decoding {name} ...")
         row = {"name": name, **decode_rows(model, to_decode, setting, device, DECODE_REPEATS)}
         engine = ctranslate2_rows(model, to_decode, setting, device, DECODE_REPEATS)
@@ -176,25 +179,40 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
         elif family == "transformer":
             log("no CTranslate2 rows: pip install 'seqbench[ctranslate2]' to decode beside the engine")
         decoding.append(row)
-        model.cpu()
+        runner = TrainingRow(model, device, seqbench=True)
+        rows.append(({"name": name, "kind": "seqbench", "config": config, "parameters": model.num_parameters(),
+                      "memory": runner.warm_up(warm), "twin": family or name}, runner))
     for name, shape_of, model in baseline_models(setting, families):
-        log(f"training {name} ...")
-        reset_peak_memory()
-        speed = train_speed(model, batches, warmup, steps, device, seqbench=False)
-        # FLOPs of the seqbench model of the same shape: the same products (the plain model has no flops_per_token)
-        twin = twins.get(shape_of) or build(setting.models[shape_of], setting.vocab_size, setting.seed)
-        training.append({"name": name, "kind": "baseline", "shape_of": shape_of,
-                         "parameters": sum(p.numel() for p in model.parameters()), **speed,
-                         "flops": _flops(twin, speed, cached, device), "memory": peak_memory(device)})
-        model.cpu()
-    if fairseq is not None:
-        from seqbench.measure.fairseq import fairseq_rows
+        runner = TrainingRow(model, device, seqbench=False)
+        rows.append(({"name": name, "kind": "baseline", "shape_of": shape_of,
+                      "parameters": sum(p.numel() for p in model.parameters()), "memory": runner.warm_up(warm),
+                      "twin": shape_of}, runner))
+    with tempfile.TemporaryDirectory() as work:
+        if fairseq is not None:
+            from seqbench.measure.fairseq import FairseqRow
 
-        window = timing_batches(batches, steps)
-        sentences = [pairs[int(i)] for batch in window for i in batch["index"]]
-        for row in fairseq_rows(fairseq, setting, families, sentences, device, min(WINDOWS, steps), log):
-            row["flops"] = _flops(twins[row["shape_of"]], row, cached, device)
-            training.append(row)
+            sentences = [pairs[int(i)] for batch in window for i in batch["index"]]
+            for family in families:
+                runner = FairseqRow(fairseq, setting, family, sentences, device, work)
+                rows.append(({"name": f"fairseq {family}", "kind": "fairseq", "shape_of": family,
+                              "parameters": None, "twin": family,
+                              "memory": {"cpu_rss_peak_mb": None, "cuda_max_allocated_mb": None}}, runner))
+        windows: dict[str, list[dict]] = {record["name"]: [] for record, _ in rows}
+        for round_ in range(min(WINDOWS, steps)):
+            log(f"training round {round_ + 1} of {min(WINDOWS, steps)}: {', '.join(windows)}")
+            for record, runner in rows:
+                windows[record["name"]].append(runner.window(window))
+    sentences = sum(b["src"].size(0) for b in window)
+    lengths = {"mean_src_tokens": sum(int(b["src_mask"].sum()) for b in window) / sentences,
+               "mean_tgt_tokens": sum(int((b["tgt_out"] != PAD_ID).sum()) for b in window) / sentences}
+    training = []
+    for record, runner in rows:
+        speed = {**summary(windows[record["name"]], warmup), **lengths}
+        if record["kind"] == "fairseq":
+            record["parameters"] = runner.parameters
+        # FLOPs of the seqbench model of the same shape: the same products (the others have no flops_per_token)
+        twin = twins[record.pop("twin")]
+        training.append({**record, **speed, "flops": _flops(twin, speed, cached, device)})
     add_ratios(training)
     return {"machine": {"device": peaks.device_name(device), "device_type": device.type,
                         "threads": torch.get_num_threads(), "dtype": "float32", "peaks": cached,
@@ -202,28 +220,31 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
             "settings": {"warmup_steps": warmup, "timed_steps": steps, "windows": min(WINDOWS, steps),
                          "decode_repeats": DECODE_REPEATS, "vocab_size": setting.vocab_size, "pairs": setting.pairs,
                          "lengths": list(setting.lengths), "max_tokens": setting.max_tokens,
-                         "batches": len(batches), "decode_sentences": setting.decode_sentences,
+                         "batches": len(batches), "window_batches": len(window),
+                         "decode_sentences": setting.decode_sentences,
                          "decode_tokens": setting.decode_tokens, "beam_size": setting.beam_size,
                          "seed": setting.seed, "optimizer": "AdamW(lr=1e-4)", "label_smoothing": LABEL_SMOOTHING},
             "training": training, "decoding": decoding}
 
 
-def _ratio(row: dict, other: dict) -> float | None:
-    """row's target tokens/s over other's, None when either was unsteady."""
-    if not (row.get("steady", True) and other.get("steady", True)):
-        return None
-    return row["target_tokens_per_s"] / other["target_tokens_per_s"]
+def _ratio(row: dict, other: dict) -> dict:
+    """row's target tokens/s over other's, round by round (windows timed side by side): the median ratio, its
+    spread, and None as the ratio when the rounds disagree by more than the steadiness limit."""
+    ratios = [a["target_tokens_per_s"] / b["target_tokens_per_s"] for a, b in zip(row["windows"], other["windows"])]
+    rounds = steadiness(ratios)
+    return {"ratio": rounds["median"] if rounds["steady"] else None, "spread": rounds["spread"],
+            "rounds": ratios}
 
 
 def add_ratios(training: list[dict]) -> None:
     """Each row's target tokens/s over the nn.Transformer loop's, each seqbench row's over the plain loop of its
-    shape and over fairseq's model of its family (when there is one); None where a timing was unsteady."""
+    shape and over fairseq's model of its family (when there is one)."""
     baselines = {row["shape_of"]: row for row in training if row["kind"] == "baseline"}
     fairseq = {row["shape_of"]: row for row in training if row["kind"] == "fairseq"}
     yardstick = baselines["transformer"]
     for row in training:
         row["vs_nn_transformer"] = _ratio(row, yardstick)
         same = baselines.get(row["name"]) if row["kind"] == "seqbench" else None
-        row["vs_same_shape_baseline"] = {"baseline": same["name"], "ratio": _ratio(row, same)} if same else None
+        row["vs_same_shape_baseline"] = {"baseline": same["name"], **_ratio(row, same)} if same else None
         anchor = fairseq.get(row["name"]) if row["kind"] == "seqbench" else None
-        row["vs_fairseq"] = {"fairseq": anchor["name"], "ratio": _ratio(row, anchor)} if anchor else None
+        row["vs_fairseq"] = {"fairseq": anchor["name"], **_ratio(row, anchor)} if anchor else None

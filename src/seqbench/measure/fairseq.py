@@ -7,24 +7,22 @@ vocabularies have the same size), binarised by fairseq-preprocess, and each fami
 architecture of its reference shape: `transformer` (post-LN, sinusoidal positions, tied decoder embeddings), `lstm`
 (bidirectional encoder, attention with input feeding) and `fconv` (ConvS2S). fairseq batches by its own rule (max of
 source and target length x sentences <= --max-tokens), so the batches hold the same budget, not the same grouping:
-fairseq trains on the sentences of the batches of one seqbench timing window, one epoch per window after one
-untimed epoch, so both toolkits time passes over the same sentences. Every update is logged (`--log-interval 1`,
-JSON); a window's rate is its epoch's target tokens over the time of its updates. fairseq's wps counts target tokens
+fairseq trains on the sentences of the batches of one seqbench timing window: each window is one process, an untimed
+epoch then a timed one, so both toolkits time passes over the same sentences, and the bench times fairseq's window
+between seqbench's in each round. Every update is logged (`--log-interval 1`, JSON); a window's rate is its epoch's
+target tokens over the time of its updates. fairseq's wps counts target tokens
 with </s>, as seqbench's target tokens/s counts them with <eos>.
 """
 from __future__ import annotations
 
 import json
 import os
-import statistics
 import subprocess
-import tempfile
 from pathlib import Path
 
 import torch
 
 from seqbench.common.errors import InputError
-from seqbench.measure.speed import steadiness
 from seqbench.measure.workload import Setting
 
 
@@ -86,61 +84,51 @@ def update_log(output: str) -> list[dict]:
     return records
 
 
-def speed(records: list[dict]) -> dict:
-    """Target tokens/s of every epoch after the first (the warm-up), from each update's wpb and wps."""
-    epochs: dict[int, list[dict]] = {}
-    for record in records:
-        epochs.setdefault(int(record["epoch"]), []).append(record)
-    timed = [updates for epoch, updates in sorted(epochs.items()) if epoch > 1]
-    if not timed:
-        raise InputError("fairseq logged no epoch after the warm-up epoch")
-    windows = []
-    for chunk in timed:
-        tokens = sum(float(r["wpb"]) for r in chunk)
-        seconds = sum(float(r["wpb"]) / float(r["wps"]) for r in chunk)
-        windows.append({"steps": len(chunk), "seconds": seconds, "target_tokens_per_s": tokens / seconds,
-                        "step_time_s": seconds / len(chunk)})
-    rate = steadiness([w["target_tokens_per_s"] for w in windows])
-    return {"target_tokens_per_s": rate["median"], "step_time_s": statistics.median(w["step_time_s"] for w in windows),
-            "spread": rate["spread"], "steady": rate["steady"], "windows": windows,
-            "warmup_steps": len(epochs.get(1, [])), "timed_steps": sum(map(len, timed))}
+def epoch_window(records: list[dict], epoch: int) -> dict:
+    """One epoch's updates as a timing window: its target tokens over the time of its updates (wpb / wps each)."""
+    chunk = [r for r in records if int(r["epoch"]) == epoch]
+    if not chunk:
+        raise InputError(f"fairseq logged no update in epoch {epoch}")
+    tokens = sum(float(r["wpb"]) for r in chunk)
+    seconds = sum(float(r["wpb"]) / float(r["wps"]) for r in chunk)
+    return {"steps": len(chunk), "seconds": seconds, "target_tokens_per_s": tokens / seconds,
+            "src_tgt_tokens_per_s": None, "step_time_s": seconds / len(chunk)}
 
 
-def fairseq_rows(venv: str | Path, setting: Setting, families: list[str], pairs, device: torch.device,
-                 windows: int, log=print) -> list[dict]:
-    """One training row per family, as the bench's rows ("kind": "fairseq", "shape_of": the family): `pairs` are
-    the sentences of one timing window, trained for 1 + `windows` epochs."""
-    preprocess, train = _tool(venv, "fairseq-preprocess"), _tool(venv, "fairseq-train")
-    threads = str(torch.get_num_threads())
-    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
-    env.pop("PYTHONPATH", None)  # fairseq's own environment, not seqbench's
-    rows = []
-    src_tokens = sum(len(p[1]) for p in pairs) / len(pairs)
-    tgt_tokens = sum(len(p[2]) + 1 for p in pairs) / len(pairs)
-    with tempfile.TemporaryDirectory() as work:
-        folder = Path(work)
-        write_data(pairs, setting.vocab_size, folder)
-        subprocess.run([str(preprocess), "--source-lang", "src", "--target-lang", "tgt", "--trainpref",
-                        str(folder / "train"), "--validpref", str(folder / "train"), "--destdir",
+def prepare(venv: str | Path, pairs, vocab_size: int, folder: Path, env: dict) -> Path:
+    """The pairs binarised for fairseq in folder/bin (once)."""
+    if not (folder / "bin").is_dir():
+        write_data(pairs, vocab_size, folder)
+        subprocess.run([str(_tool(venv, "fairseq-preprocess")), "--source-lang", "src", "--target-lang", "tgt",
+                        "--trainpref", str(folder / "train"), "--validpref", str(folder / "train"), "--destdir",
                         str(folder / "bin"), "--srcdict", str(folder / "dict.txt"), "--tgtdict",
                         str(folder / "dict.txt"), "--workers", "1"], check=True, capture_output=True, env=env)
-        for family in families:
-            log(f"training fairseq {family} ...")
-            args = [str(train), str(folder / "bin"), *architecture(family, setting.models[family]),
-                    "--max-tokens", str(setting.max_tokens), "--max-epoch", str(1 + windows),
-                    "--optimizer", "adam", "--lr", "1e-4", "--criterion", "label_smoothed_cross_entropy",
-                    "--label-smoothing", "0.1", "--disable-validation", "--no-save", "--log-format", "json",
-                    "--log-interval", "1", "--seed", str(setting.seed), "--num-workers", "0",
-                    "--max-source-positions", "1024", "--max-target-positions", "1024",
-                    *(["--cpu"] if device.type == "cpu" else [])]
-            done = subprocess.run(args, capture_output=True, text=True, env=env)
-            if done.returncode != 0:
-                tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-                raise InputError(f"fairseq-train {family} failed: {tail[0][:300]}")
-            output = done.stdout + done.stderr
-            rows.append({"name": f"fairseq {family}", "kind": "fairseq", "shape_of": family,
-                         "parameters": parameter_count(output), **speed(update_log(output)),
-                         "src_tgt_tokens_per_s": None,
-                         "mean_src_tokens": src_tokens, "mean_tgt_tokens": tgt_tokens,
-                         "memory": {"cpu_rss_peak_mb": None, "cuda_max_allocated_mb": None}})
-    return rows
+    return folder / "bin"
+
+
+class FairseqRow:
+    """One family trained by fairseq, a timing window at a time: each window is a fairseq-train process over the
+    pairs (one timing window's sentences) for two epochs, the first untimed."""
+
+    def __init__(self, venv: str | Path, setting: Setting, family: str, pairs, device: torch.device,
+                 work: str | Path):
+        threads = str(torch.get_num_threads())
+        self.env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        self.env.pop("PYTHONPATH", None)  # fairseq's own environment, not seqbench's
+        self.family, self.parameters = family, None
+        data = prepare(venv, pairs, setting.vocab_size, Path(work), self.env)
+        self.args = [str(_tool(venv, "fairseq-train")), str(data), *architecture(family, setting.models[family]),
+                     "--max-tokens", str(setting.max_tokens), "--max-epoch", "2", "--optimizer", "adam", "--lr",
+                     "1e-4", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+                     "--disable-validation", "--no-save", "--log-format", "json", "--log-interval", "1", "--seed",
+                     str(setting.seed), "--num-workers", "0", "--max-source-positions", "1024",
+                     "--max-target-positions", "1024", *(["--cpu"] if device.type == "cpu" else [])]
+
+    def window(self, _batches=None) -> dict:
+        done = subprocess.run(self.args, capture_output=True, text=True, env=self.env)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise InputError(f"fairseq-train {self.family} failed: {tail[0][:300]}")
+        output = done.stdout + done.stderr
+        self.parameters = parameter_count(output)
+        return epoch_window(update_log(output), 2)

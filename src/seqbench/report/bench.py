@@ -6,6 +6,15 @@ def _ratio(value: float | None, unsteady: str = "unsteady") -> str:
     return f"{value:.2f}x" if value is not None else unsteady
 
 
+def _compared(ratio: dict | None) -> str:
+    """A ratio measured round by round: its median, or why there is none."""
+    if ratio is None:
+        return "-"
+    if ratio["ratio"] is None:
+        return f"unsteady (rounds spread {ratio['spread']:.0%})"
+    return f"{ratio['ratio']:.2f}x"
+
+
 def _rate(row: dict) -> str:
     text = f"{row['target_tokens_per_s']:,.0f}"
     return text if row.get("steady", True) else f"{text} (unsteady: windows spread {row['spread']:.0%})"
@@ -36,9 +45,10 @@ def markdown(result: dict) -> str:
              f"{peak['measured_at']}, n={peak['matrix_size']}, {peak['measure_seconds']:.1f} s, {idle}{unfit})",
              f"training: {settings['pairs']:,} generated pairs, lengths {settings['lengths'][0]}-"
              f"{settings['lengths'][1]}, vocab {settings['vocab_size']:,}, {settings['max_tokens']:,}-token batches; "
-             f"median of {settings['windows']} windows over {settings['timed_steps']} steps after "
-             f"{settings['warmup_steps']} warm-up steps; a ratio with an unsteady row (windows spread more than "
-             "15%) is not given", "",
+             f"{settings['windows']} rounds, each timing one window of every row in turn ({settings['window_batches']} "
+             f"batches, the same in every window) after {settings['warmup_steps']} warm-up steps; rates are "
+             "medians over the windows, ratios medians of the per-round ratios, not given when the rounds disagree "
+             "by more than 15%", "",
              "| model | params | tgt tok/s | src+tgt tok/s | step ms | GFLOP/s | MFU | peak MB "
              "| x nn.Transformer | x same-shape loop | x fairseq |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -46,14 +56,14 @@ def markdown(result: dict) -> str:
                   and row["flops"].get("mfu_note")), None)
     for row in result["training"]:
         same, anchor = row.get("vs_same_shape_baseline"), row.get("vs_fairseq")
-        same = f"{_ratio(same['ratio'])} ({same['baseline']})" if same else "-"
-        anchor = f"{_ratio(anchor['ratio'])}" if anchor else "-"
+        same = f"{_compared(same)} ({same['baseline']})" if same else "-"
+        anchor = _compared(anchor)
         memory = row["memory"]["cuda_max_allocated_mb"] or row["memory"]["cpu_rss_peak_mb"]
         params = f"{row['parameters'] / 1e6:.2f}M" if row.get("parameters") else "-"
         both = f"{row['src_tgt_tokens_per_s']:,.0f}" if row.get("src_tgt_tokens_per_s") else "-"
         lines.append(f"| {row['name']} | {params} | {_rate(row)} | {both} | {1000 * row['step_time_s']:,.0f} "
                      f"| {row['flops']['achieved_train_flops_per_s'] / 1e9:,.1f} | {_mfu(row['flops'])} "
-                     f"| {f'{memory:,.0f}' if memory else '-'} | {_ratio(row['vs_nn_transformer'])} | {same} "
+                     f"| {f'{memory:,.0f}' if memory else '-'} | {_compared(row['vs_nn_transformer'])} | {same} "
                      f"| {anchor} |")
     if stale:
         lines += ["", f"MFU {stale}"]
