@@ -1,7 +1,8 @@
 """`seqbench bench`: training and decoding speed of fixed reference models, beside plain PyTorch loops, CTranslate2
 and (when installed) fairseq; what it measures and how: seqbench.measure.bench.
 
-    seqbench bench [--families transformer,rnn,cnn] [--preset NAME ...] [--threads N] [--steps N] [--warmup N]
+    seqbench bench [--families transformer,rnn,cnn] [--preset NAME ...] [--threads N] [--steps N] [--rounds N]
+                   [--warmup N]
                    [--decode-tokens N] [--fairseq VENV] [--out DIR] [--tiny]
     seqbench bench --measure-peak [--force] [--threads N]
 
@@ -53,6 +54,9 @@ def parse_args(argv: list[str] | None):
                         help="torch intra-op threads (default: the cores this process may use)")
     parser.add_argument("--steps", type=int, help="timed training steps per model (default 40; --tiny 4)")
     parser.add_argument("--warmup", type=int, help="untimed training steps first (default 5; --tiny 1)")
+    parser.add_argument("--rounds", type=int, default=5, help="timing rounds the steps are split into; each round "
+                                                             "times one window of every row (more rounds: steadier "
+                                                             "ratios on a noisy host)")
     parser.add_argument("--decode-tokens", type=int, metavar="N",
                         help="tokens every decoded hypothesis is forced to (default 23, as peers are benchmarked; "
                              "longer hypotheses show the cache's gain growing with length)")
@@ -74,7 +78,7 @@ def parse_args(argv: list[str] | None):
         parser.error("--force re-measures the cached peak: use it with --measure-peak")
     if args.tiny and args.measure_peak:
         parser.error("--measure-peak measures the machine's real peak: not with --tiny")
-    for key in ("threads", "steps", "decode_tokens"):
+    for key in ("threads", "steps", "decode_tokens", "rounds"):
         if getattr(args, key) is not None and getattr(args, key) < 1:
             parser.error(f"--{key.replace('_', '-')}={getattr(args, key)}: must be a positive integer")
     if args.warmup is not None and args.warmup < 0:
@@ -101,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else Path("outputs") / "bench" / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     started = time.perf_counter()
     result = run_bench(setting, args.families, presets, args.warmup, args.steps, device, cache_dir,
-                       log=lambda message: print(message, file=sys.stderr, flush=True), fairseq=args.fairseq)
+                       log=lambda message: print(message, file=sys.stderr, flush=True), fairseq=args.fairseq,
+                       rounds=args.rounds)
     result = {"command": "seqbench bench " + " ".join(sys.argv[1:] if argv is None else argv),
               "tiny": args.tiny, "wall_time_s": time.perf_counter() - started, **result}
     table = markdown(result)

@@ -1,11 +1,11 @@
 """What `seqbench bench` measures: training and decoding speed of the reference models (seqbench.measure.workload)
 beside plain PyTorch loops, CTranslate2 and, when installed, fairseq, on the same batches, threads and steps.
 
-Training: `warmup` untimed steps per model, then WINDOWS rounds; in each round every row trains one window, a pass
-over the same steps / WINDOWS batches (fairseq over exactly those batches' sentences, an epoch after a warm-up
+Training: `warmup` untimed steps per model, then `rounds` rounds; in each round every row trains one window, a pass
+over the same steps / rounds batches (fairseq over exactly those batches' sentences, an epoch after a warm-up
 epoch). Each rate is the median over a row's windows, with their spread (seqbench.measure.speed.steadiness); each
 ratio is the median of the per-round ratios, so a host whose speed drifts over minutes (seen: 10-30% on a shared
-2-core VM) moves both sides of a ratio alike. A ratio whose rounds disagree by more than MAX_SPREAD is not given.
+2-core VM) moves both sides of a ratio alike. A ratio whose rounds spread more than MAX_SPREAD is not given.
 Baseline rows (a plain `torch.nn.Transformer` loop, and a plain `torch.nn.LSTM` loop when the rnn family runs;
 seqbench.measure.baselines) run in the same process. Training FLOPs are each model's analytic `flops_per_token` (3x
 forward); a baseline counts those of the seqbench model of its shape. MFU is against the machine's matmul peak
@@ -37,16 +37,16 @@ from seqbench.measure.speed import clock, decode_speed, steadiness
 from seqbench.measure.workload import Setting, baseline_models, build, decode_batches, generated_pairs, make_batches
 from seqbench.models.losses import label_smoothed_nll
 
-WINDOWS = 5  # timing windows the timed training steps are split into
+ROUNDS = 5  # timing rounds the timed training steps are split into (the default of `seqbench bench --rounds`)
 DECODE_REPEATS = 3  # timed passes over the decoding sources
 LABEL_SMOOTHING = 0.1
 CTRANSLATE2_TYPES = ("float32", "int8")  # fp32: the same arithmetic; int8: what the engine is deployed with on CPU
 
 
-def timing_batches(batches: list[dict], steps: int, windows: int = WINDOWS) -> list[dict]:
-    """The batches one timing window trains on: steps / windows of them (at least one). Every window trains on the
+def timing_batches(batches: list[dict], steps: int, rounds: int = ROUNDS) -> list[dict]:
+    """The batches one timing window trains on: steps / rounds of them (at least one). Every window trains on the
     same ones, so the windows differ only by noise."""
-    return batches[:max(1, steps // windows)]
+    return batches[:max(1, steps // rounds)]
 
 
 class TrainingRow:
@@ -155,14 +155,16 @@ def _flops(model, speed: dict, cached: dict, device: torch.device) -> dict:
 
 
 def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], warmup: int, steps: int,
-              device: torch.device, cache_dir: str | None, log=print, fairseq: str | None = None) -> dict:
+              device: torch.device, cache_dir: str | None, log=print, fairseq: str | None = None,
+              rounds: int = ROUNDS) -> dict:
     """The training and decoding rows of the reference `families` and the `presets` ({name: model config});
     `fairseq`: a virtual environment with fairseq, whose rows train the same families on the same sentences.
     Training is timed in rounds: each round times one window of every row in turn."""
     cached = peaks.cached_peaks(device, cache_dir, setting.peak_seconds)
     pairs = generated_pairs(setting)
     batches = [{k: v.to(device) for k, v in b.items()} for b in make_batches(pairs, setting.max_tokens, setting.seed)]
-    window = timing_batches(batches, steps)
+    rounds = min(rounds, steps)
+    window = timing_batches(batches, steps, rounds)
     warm = [batches[len(window) + i % max(1, len(batches) - len(window))] for i in range(warmup)]
     to_decode = decode_batches(pairs, setting)
     rows, decoding, twins = [], [], {}
@@ -198,8 +200,8 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
                               "parameters": None, "twin": family,
                               "memory": {"cpu_rss_peak_mb": None, "cuda_max_allocated_mb": None}}, runner))
         windows: dict[str, list[dict]] = {record["name"]: [] for record, _ in rows}
-        for round_ in range(min(WINDOWS, steps)):
-            log(f"training round {round_ + 1} of {min(WINDOWS, steps)}: {', '.join(windows)}")
+        for round_ in range(rounds):
+            log(f"training round {round_ + 1} of {rounds}: {', '.join(windows)}")
             for record, runner in rows:
                 windows[record["name"]].append(runner.window(window))
     sentences = sum(b["src"].size(0) for b in window)
@@ -217,7 +219,7 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
     return {"machine": {"device": peaks.device_name(device), "device_type": device.type,
                         "threads": torch.get_num_threads(), "dtype": "float32", "peaks": cached,
                         "torch": torch.__version__},
-            "settings": {"warmup_steps": warmup, "timed_steps": steps, "windows": min(WINDOWS, steps),
+            "settings": {"warmup_steps": warmup, "timed_steps": steps, "windows": rounds,
                          "decode_repeats": DECODE_REPEATS, "vocab_size": setting.vocab_size, "pairs": setting.pairs,
                          "lengths": list(setting.lengths), "max_tokens": setting.max_tokens,
                          "batches": len(batches), "window_batches": len(window),

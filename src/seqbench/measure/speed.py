@@ -25,16 +25,18 @@ def clock(device: torch.device) -> float:
     return time.perf_counter()
 
 
-MAX_SPREAD = 0.15  # windows whose (max - min) / median exceeds this are too unsteady to compare
+MAX_SPREAD = 0.15  # timings whose interquartile range exceeds this share of their median are too unsteady to compare
 
 
 def steadiness(values: list[float]) -> dict:
-    """The median of repeated timings (per-window rates) with their spread, (max - min) / median, and whether they
-    are steady enough to be compared (spread <= MAX_SPREAD)."""
+    """The median of repeated timings (per-window rates, or per-round ratios) with their spread, the interquartile
+    range over the median (robust to one window caught by a burst of other work: a shared host's speed was seen to
+    halve for seconds), and whether they are steady enough to be compared (spread <= MAX_SPREAD)."""
     import statistics
 
     median = statistics.median(values)
-    spread = (max(values) - min(values)) / median if median > 0 else float("inf")
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else (median,) * 3
+    spread = (q3 - q1) / median if median > 0 else float("inf")
     return {"median": median, "spread": spread, "steady": spread <= MAX_SPREAD, "windows": len(values)}
 
 

@@ -47,8 +47,8 @@ def markdown(result: dict) -> str:
              f"{settings['lengths'][1]}, vocab {settings['vocab_size']:,}, {settings['max_tokens']:,}-token batches; "
              f"{settings['windows']} rounds, each timing one window of every row in turn ({settings['window_batches']} "
              f"batches, the same in every window) after {settings['warmup_steps']} warm-up steps; rates are "
-             "medians over the windows, ratios medians of the per-round ratios, not given when the rounds disagree "
-             "by more than 15%", "",
+             "medians over the windows, ratios medians of the per-round ratios, not given when their interquartile "
+             "range passes 15% of the median", "",
              "| model | params | tgt tok/s | src+tgt tok/s | step ms | GFLOP/s | MFU | peak MB "
              "| x nn.Transformer | x same-shape loop | x fairseq |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
