@@ -188,3 +188,28 @@ def test_tiny_bench_with_fairseq_rows(tmp_path, capsys, monkeypatch):
         anchor = rows[f"fairseq {family}"]
         assert anchor["target_tokens_per_s"] > 0 and len(anchor["windows"]) == 4 and anchor["parameters"] > 0
         assert rows[family]["vs_fairseq"]["fairseq"] == f"fairseq {family}"
+
+
+@pytest.mark.integration
+def test_the_gpu_check_runs_on_the_cpu(tmp_path):
+    """`seqbench bench --gpu-check --tiny`: the GPU check's steps (bf16-mixed training with decoding, the 2-process
+    DDP path) as real processes at toy sizes on the CPU, so the script cannot rot where no GPU is lent."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SEQBENCH_CACHE_DIR": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "seqbench", "bench", "--gpu-check", "--tiny", "--out",
+                           str(tmp_path / "check")], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    check = json.loads((tmp_path / "check" / "gpu_check.json").read_text())
+    assert check["tiny"] and check["train"]["precision"] == "bf16-mixed" and check["train"]["steps"] == 4
+    assert check["train"]["throughput"]["target_tokens_per_s"] > 0 and check["train"]["decoding"]["beam"]
+    assert check["ddp"]["test_sentences"] == check["ddp"]["test_split"]  # both ranks' shares gathered
+    assert "DDP, 2 processes" in done.stdout
+
+
+def test_the_gpu_check_without_a_gpu_says_how_to_run_it(tmp_path, capsys, monkeypatch):
+    status, _, stderr = bench(tmp_path, capsys, monkeypatch, "--gpu-check")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: the check would run")
+    assert status == 2 and "--gpu-check --tiny runs the same steps on the CPU" in stderr

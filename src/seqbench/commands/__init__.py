@@ -3,6 +3,7 @@ one error wrapper (seqbench.commands.cli.run_command). `python -m seqbench <comm
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Sequence
 
@@ -36,6 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(usage(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
+    if name not in COMMANDS and "=" in name and os.environ.get("LOCAL_RANK"):
+        # A DDP rank that Lightning started: it re-runs this process's command line, which Hydra saw without the
+        # command name (`seqbench train a=b` -> `seqbench a=b`)
+        name, rest = "train", argv
     if name not in COMMANDS:
         print(f"error: {name}: no such command (commands: {', '.join(COMMANDS)}); see seqbench --help",
               file=sys.stderr)

@@ -5,6 +5,7 @@ and (when installed) fairseq; what it measures and how: seqbench.measure.bench.
                    [--warmup N]
                    [--decode-tokens N] [--fairseq VENV] [--out DIR] [--tiny]
     seqbench bench --measure-peak [--force] [--threads N]
+    seqbench bench --gpu-check [--tiny] [--out DIR]      (seqbench.measure.gpu_check)
 
 The results go to a run directory, outputs/bench/<time>/ (bench.json and bench.md; --out chooses another), whose
 path is printed. `--tiny` runs toy shapes for the tests and never touches the machine's cached peak.
@@ -69,6 +70,9 @@ def parse_args(argv: list[str] | None):
                         help="only measure this machine's matmul peaks (3 s per dtype; fit cached ones are kept) "
                              "and print them")
     parser.add_argument("--force", action="store_true", help="with --measure-peak: re-measure cached peaks too")
+    parser.add_argument("--gpu-check", action="store_true",
+                        help="Transformer-base at WMT shapes with bf16-mixed for a few hundred updates, decoding, and "
+                             "the 2-process DDP path, in a few minutes on one GPU (--tiny: the same on the CPU)")
     args = parser.parse_args(argv)
     args.families = [f for f in args.families.split(",") if f]
     unknown = [f for f in args.families if f not in FAMILIES]
@@ -76,6 +80,8 @@ def parse_args(argv: list[str] | None):
         parser.error(f"--families={','.join(args.families)}: choose from {','.join(FAMILIES)} (or give --preset)")
     if args.force and not args.measure_peak:
         parser.error("--force re-measures the cached peak: use it with --measure-peak")
+    if args.gpu_check and args.measure_peak:
+        parser.error("--gpu-check and --measure-peak are separate runs")
     if args.tiny and args.measure_peak:
         parser.error("--measure-peak measures the machine's real peak: not with --tiny")
     for key in ("threads", "steps", "decode_tokens", "rounds"):
@@ -101,8 +107,18 @@ def main(argv: list[str] | None = None) -> int:
         measured = peaks.cached_peaks(device, cache_dir, max(3.0, peaks.MIN_SECONDS), force=args.force)
         print(json.dumps(measured, indent=2))
         return 0
+    kind = "gpu_check" if args.gpu_check else "bench"
+    out = Path(args.out) if args.out else Path("outputs") / kind / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    if args.gpu_check:
+        from seqbench.measure import gpu_check
+
+        check = gpu_check.run_gpu_check(out, args.tiny, log=lambda message: print(message, file=sys.stderr,
+                                                                                  flush=True))
+        atomic_write_text(out / "gpu_check.json", json.dumps(check, indent=2, default=str) + "\n")
+        print(gpu_check.markdown(check))
+        print(f"\nresults: {out}/ (gpu_check.json; the runs in train/ and ddp/)")
+        return 0
     presets = {name: preset_config(name) for name in args.preset}  # a bad name fails before any work
-    out = Path(args.out) if args.out else Path("outputs") / "bench" / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     started = time.perf_counter()
     result = run_bench(setting, args.families, presets, args.warmup, args.steps, device, cache_dir,
                        log=lambda message: print(message, file=sys.stderr, flush=True), fairseq=args.fairseq,
