@@ -130,3 +130,24 @@ def test_ci_runs_the_readme_test_command():
     ci = [" ".join(line.split(" #")[0].replace("--quiet ", "").split())
           for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert all(step in ci for step in steps), (steps, ci)  # .ci/run installs quietly, otherwise the same commands
+
+
+def test_the_readmes_figures_are_generated_from_the_committed_records():
+    """Every headline block of the README (and the docs) is what `seqbench report --headline` generates from the
+    records it names: a number typed into a block, or records changed without regenerating it, fails here."""
+    from seqbench.report.headline import BLOCK, render
+
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = path.read_text(encoding="utf-8")
+        if BLOCK.search(text):
+            assert render(text, ROOT) == text, f"{path.relative_to(ROOT)}: run `seqbench report --headline " \
+                                               f"{path.relative_to(ROOT)}` after the records changed"
+    assert len(BLOCK.findall(README)) >= 2
+
+
+def test_a_headline_block_that_disagrees_with_its_records_is_caught():
+    from seqbench.report.headline import BLOCK, render
+
+    block = BLOCK.search(README).group(0)
+    typed = block.replace("97.89 ± 2.91", "98.89 ± 2.91") if "97.89 ± 2.91" in block else block.replace("|", "| x", 1)
+    assert render(typed, ROOT) != typed

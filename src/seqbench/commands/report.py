@@ -28,7 +28,7 @@ def _external(items: list[str]) -> dict[str, str]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command's arguments (one convention for every command: the tests parse the documented commands)."""
     parser = ArgumentParser(prog="seqbench report", description=__doc__.split(":", 1)[0])
-    parser.add_argument("runs", nargs="+", help="run or multirun directories (results.json found recursively), one "
+    parser.add_argument("runs", nargs="*", help="run or multirun directories (results.json found recursively), one "
                                                 "sweep directory of `seqbench sweep`, or several (recipe searches "
                                                 "side by side)")
     parser.add_argument("--out", help="output directory (default: report/ inside the first directory, else ./report)")
@@ -39,11 +39,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "as an extra row (repeatable)")
     parser.add_argument("--target-bleu", nargs="+", type=float, default=list(DEFAULT_TARGETS), metavar="BLEU",
                         help="validation BLEUs of the compute-to-target table (default: %(default)s)")
-    return parser.parse_args(argv)
+    parser.add_argument("--headline", metavar="FILE", help="rewrite the generated headline blocks of FILE (e.g. "
+                                                           "README.md) from the records each names, and nothing else")
+    args = parser.parse_args(argv)
+    if not args.runs and not args.headline:
+        parser.error("give run directories, or --headline FILE")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.headline:
+        from seqbench.report.headline import update
+
+        print(f"{args.headline}: {update(args.headline)} headline block(s) generated from their records")
+        return 0
     first = Path(args.runs[0])
     out = Path(args.out) if args.out else (first if first.is_dir() else Path.cwd()) / "report"
     if len(args.runs) == 1 and is_sweep_dir(first):
