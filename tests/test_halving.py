@@ -109,6 +109,10 @@ def test_no_family_waits_while_the_others_run():
     records = _records(config, "a", {(0, 10): 1.0})
     running = [halving.Job("b", "search", 0, 10, 1), halving.Job("c", "search", 0, 10, 1)]
     assert halving.next_job(config, records, running) == halving.Job("a", "search", 1, 10, 1)
+    # a and c idle, a with jobs done and c with none: c goes first, though a comes first in the file
+    records = _records(config, "a", {(i, 10): 1.0 for i in range(3)}) | _records(config, "b", {(0, 10): 1.0})
+    running = [halving.Job("b", "search", 1, 10, 1)]
+    assert halving.next_job(config, records, running) == halving.Job("c", "search", 0, 10, 1)
 
 
 def test_budget_is_the_same_whatever_the_family_learns():

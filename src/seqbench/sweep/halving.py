@@ -204,13 +204,13 @@ def pending(config: dict, records: dict[str, Record]) -> list[Job]:
 
 
 def next_job(config: dict, records: dict[str, Record], running: list[Job]) -> Job | None:
-    """The job to start next: a ready one of the family with the fewest jobs running (the file's order breaks
-    ties), so no family waits while the others run."""
+    """The job to start next: a ready one of the family with the fewest jobs running, then the fewest finished (the
+    file's order breaks ties), so no family waits while the others run."""
     busy = {job.key for job in running}
     ready = [job for job in pending(config, records) if job.key not in busy]
-    families = list(config["families"])
-    load = {family: sum(job.family == family for job in running) for family in families}
-    return min(ready, key=lambda job: (load[job.family], ready.index(job)), default=None)
+    load = {family: sum(job.family == family for job in running) for family in config["families"]}
+    done = {family: sum(key.startswith(f"{family}/") for key in records) for family in config["families"]}
+    return min(ready, key=lambda job: (load[job.family], done[job.family], ready.index(job)), default=None)
 
 
 def _override(name: str, value: Any) -> str:
