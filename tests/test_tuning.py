@@ -85,7 +85,7 @@ def test_each_family_trains_with_its_searched_recipe(model):
         tree.pop("defaults", None)
         return _leaves(tree)
 
-    recipes = ROOT / "src" / "seqbench" / "conf" / "recipe"
+    recipes = ROOT / "conf" / "recipe"
     searched = leaves(recipes / "equal_search" / f"{model}.yaml")
     for preset in (["experiment=arch_comparison"], ["experiment=equal_compute"]):
         cfg = compose_train([*preset, f"model={model}"])
@@ -124,7 +124,7 @@ def test_rnn_presets_train_every_model_with_the_rnn_familys_recipe(preset, model
 
     from conftest import compose_train
 
-    recipe = _leaves(yaml.safe_load((ROOT / "src" / "seqbench" / "conf" / "recipe" / "equal_search" /
+    recipe = _leaves(yaml.safe_load((ROOT / "conf" / "recipe" / "equal_search" /
                                      "rnnsearch_small.yaml").read_text()))
     for model in models:
         cfg = compose_train([f"experiment={preset}", model])

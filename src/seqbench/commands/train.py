@@ -1,10 +1,11 @@
 """`seqbench train [Hydra overrides]` (and `python train.py ...`): train, evaluate and record one run, or a multirun.
 
-Composition lives in seqbench/conf/, the work in seqbench.training.run; this module turns how a run ends into one line
-and an exit status: 0 completed; 2 a bad config or input, the project's, Hydra's or Lightning's alike (before anything
-runs); 1 diverged or failed; 128 + the signal number when SIGTERM/SIGINT interrupted it (rerun with the same
-hydra.run.dir to resume). In a multirun a job that fails is recorded (results.json "status": "failed" in its
-directory) and the sweep goes on; the sweep then exits 1, naming the failed jobs.
+Composition lives in the top-level conf/ (seqbench.config.compose.CONF_DIR), the work in seqbench.training.run; this
+module turns how a run ends into one line and an exit status: 0 completed; 2 a bad config or input, the project's,
+Hydra's or Lightning's alike (before anything runs); 1 diverged or failed; 128 + the signal number when SIGTERM/SIGINT
+interrupted it (rerun with the same hydra.run.dir to resume). In a multirun a job that fails is recorded
+(results.json "status": "failed" in its directory) and the sweep goes on; the sweep then exits 1, naming the failed
+jobs.
 """
 from __future__ import annotations
 

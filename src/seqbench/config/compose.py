@@ -1,6 +1,8 @@
-"""Where the Hydra configs live (inside the package, so an installed seqbench finds them from any directory) and how a
-command composes them without running Hydra's application (`seqbench data describe`, `seqbench bench --preset`, the
-tests)."""
+"""Where the Hydra configs live and how a command composes them without running Hydra's application (`seqbench data
+describe`, `seqbench bench --preset`, the tests).
+
+The configs are the checkout's top-level conf/; a wheel carries them as the package seqbench.conf (a build mapping in
+pyproject.toml), so an installed seqbench finds them from any directory."""
 from __future__ import annotations
 
 import tempfile
@@ -8,8 +10,24 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"  # seqbench/conf/: train.yaml and its groups
 CONFIG_NAME = "train"
+
+
+def _conf_dir() -> Path:
+    """seqbench/conf/ in an installed wheel; the checkout's conf/ in an editable install (through the mapping, or
+    beside src/ when the installer ignored it)."""
+    import importlib.util
+
+    package = Path(__file__).resolve().parents[1]
+    candidates = [package / "conf"]
+    spec = importlib.util.find_spec("seqbench.conf")
+    if spec is not None and spec.submodule_search_locations:
+        candidates += [Path(location) for location in spec.submodule_search_locations]
+    candidates.append(package.parents[1] / "conf")  # src/seqbench -> the checkout's root
+    return next((c for c in candidates if (c / f"{CONFIG_NAME}.yaml").is_file()), candidates[-1])
+
+
+CONF_DIR = _conf_dir()  # train.yaml and its groups
 
 
 def compose(overrides: list[str] = (), config_dir: str | Path = CONF_DIR, hydra_config: bool = False) -> DictConfig:

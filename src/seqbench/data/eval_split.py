@@ -62,9 +62,3 @@ class EvalSplit:
 
     def source_ids(self, i: int) -> list[int]:
         return self.encoded.src_ids[i]
-
-    def source_pieces(self, i: int) -> list[str]:
-        return [self.tokenizers.src.id_to_token(t) for t in self.encoded.src_ids[i]]
-
-    def target_pieces(self, ids: list[int]) -> list[str]:
-        return [self.tokenizers.tgt.id_to_token(t) for t in ids]
