@@ -63,6 +63,8 @@ def parse_args(argv: list[str] | None):
                              "longer hypotheses show the cache's gain growing with length)")
     parser.add_argument("--fairseq", metavar="VENV", help="a virtual environment with fairseq 0.12.2: fairseq rows "
                                                           "train the same families on the same data")
+    parser.add_argument("--bf16", action="store_true", help="also train and decode every seqbench model with bf16 "
+                                                            "autocast (trainer.precision=bf16-mixed), side by side")
     parser.add_argument("--out", metavar="DIR", help="where bench.json and bench.md go (default: "
                                                      "outputs/bench/<time>/)")
     parser.add_argument("--tiny", action="store_true", help="toy shapes and few steps (the tests run this)")
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     result = run_bench(setting, args.families, presets, args.warmup, args.steps, device, cache_dir,
                        log=lambda message: print(message, file=sys.stderr, flush=True), fairseq=args.fairseq,
-                       rounds=args.rounds)
+                       rounds=args.rounds, bf16=args.bf16)
     result = {"command": "seqbench bench " + " ".join(sys.argv[1:] if argv is None else argv),
               "tiny": args.tiny, "wall_time_s": time.perf_counter() - started, **result}
     table = markdown(result)

@@ -56,12 +56,13 @@ class TrainingRow:
     seqbench models train with the module's loss (label-smoothed, plus the plain NLL it logs); baselines with
     F.cross_entropy and the same smoothing. Tokens are non-pad target tokens (and source + target)."""
 
-    def __init__(self, model, device: torch.device, seqbench: bool):
-        self.model, self.device, self.seqbench = model.to(device).train(), device, seqbench
+    def __init__(self, model, device: torch.device, seqbench: bool, bf16: bool = False):
+        self.model, self.device, self.seqbench, self.bf16 = model.to(device).train(), device, seqbench, bf16
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
     def step(self, batch: dict) -> None:
-        logits = self.model(batch["src"], batch["src_mask"], batch["tgt_in"])
+        with autocast(self.device, self.bf16):  # what trainer.precision=bf16-mixed does: fp32 weights, bf16 products
+            logits = self.model(batch["src"], batch["src_mask"], batch["tgt_in"])
         if self.seqbench:
             loss = label_smoothed_nll(logits, batch["tgt_out"], LABEL_SMOOTHING)[0]
         else:
@@ -89,6 +90,13 @@ class TrainingRow:
                 "src_tgt_tokens_per_s": (src + tgt) / seconds, "step_time_s": seconds / len(batches)}
 
 
+def autocast(device: torch.device, bf16: bool):
+    """bf16 autocast on the device (Lightning's bf16-mixed), or nothing."""
+    import contextlib
+
+    return torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+
+
 def summary(windows: list[dict], warmup: int) -> dict:
     """A row's rates: the median over its windows, with their spread."""
     rate = steadiness([w["target_tokens_per_s"] for w in windows])
@@ -109,14 +117,17 @@ def _decoder_search(decoder) -> Callable:
     return search
 
 
-def decode_rows(model, batches: list[dict], setting: Setting, device: torch.device, repeats: int) -> dict:
+def decode_rows(model, batches: list[dict], setting: Setting, device: torch.device, repeats: int,
+                bf16: bool = False) -> dict:
     """Greedy and beam search with the cache and greedy without it, every hypothesis exactly decode_tokens long;
     the cache's speed-up is greedy over uncached greedy (None when either timing was unsteady)."""
     n = setting.decode_tokens
     exact = DecodingConfig(beam_size=1, min_len=n, max_len=n)
-    greedy = decode_speed(model, batches, exact, device, repeats=repeats)
-    beam = decode_speed(model, batches, replace(exact, beam_size=setting.beam_size), device, repeats=repeats)
-    uncached = decode_speed(model, batches, exact, device, search=recompute_greedy, repeats=repeats)
+    context = lambda: autocast(device, bf16)  # noqa: E731
+    greedy = decode_speed(model, batches, exact, device, repeats=repeats, context=context)
+    beam = decode_speed(model, batches, replace(exact, beam_size=setting.beam_size), device, repeats=repeats,
+                        context=context)
+    uncached = decode_speed(model, batches, exact, device, search=recompute_greedy, repeats=repeats, context=context)
     steady = greedy["steady"] and uncached["steady"]
     return {"greedy": greedy, "beam": beam, "greedy_uncached": uncached,
             "cache_speedup_greedy": greedy["sentences_per_s"] / uncached["sentences_per_s"] if steady else None}
@@ -148,17 +159,18 @@ def ctranslate2_rows(model, batches: list[dict], setting: Setting, device: torch
     return rows
 
 
-def _flops(model, speed: dict, cached: dict, device: torch.device) -> dict:
-    datasheet = peaks.datasheet_peak(peaks.device_name(device), "float32") if device.type == "cuda" else None
+def _flops(model, speed: dict, cached: dict, device: torch.device, dtype: str = "float32") -> dict:
+    datasheet = peaks.datasheet_peak(peaks.device_name(device), dtype) if device.type == "cuda" else None
     return peaks.training_flops(model, speed["mean_src_tokens"], speed["mean_tgt_tokens"],
-                                speed["target_tokens_per_s"], cached, "float32", datasheet)
+                                speed["target_tokens_per_s"], cached, dtype, datasheet)
 
 
 def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], warmup: int, steps: int,
               device: torch.device, cache_dir: str | None, log=print, fairseq: str | None = None,
-              rounds: int = ROUNDS) -> dict:
+              rounds: int = ROUNDS, bf16: bool = False) -> dict:
     """The training and decoding rows of the reference `families` and the `presets` ({name: model config});
-    `fairseq`: a virtual environment with fairseq, whose rows train the same families on the same sentences.
+    `fairseq`: a virtual environment with fairseq, whose rows train the same families on the same sentences;
+    `bf16`: every seqbench model also trains and decodes with bf16 autocast, as a row of its own ("<name> bf16").
     Training is timed in rounds: each round times one window of every row in turn."""
     cached = peaks.cached_peaks(device, cache_dir, setting.peak_seconds)
     pairs = generated_pairs(setting)
@@ -184,6 +196,14 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
         runner = TrainingRow(model, device, seqbench=True)
         rows.append(({"name": name, "kind": "seqbench", "config": config, "parameters": model.num_parameters(),
                       "memory": runner.warm_up(warm), "twin": family or name}, runner))
+        if bf16:
+            twin = build(config, setting.vocab_size, setting.seed)
+            decoding.append({"name": f"{name} bf16", **decode_rows(twin, to_decode, setting, device, DECODE_REPEATS,
+                                                                   bf16=True)})
+            runner = TrainingRow(twin, device, seqbench=True, bf16=True)
+            rows.append(({"name": f"{name} bf16", "kind": "bf16", "shape_of": family or name, "config": config,
+                          "parameters": twin.num_parameters(), "memory": runner.warm_up(warm),
+                          "twin": family or name}, runner))
     for name, shape_of, model in baseline_models(setting, families):
         runner = TrainingRow(model, device, seqbench=False)
         rows.append(({"name": name, "kind": "baseline", "shape_of": shape_of,
@@ -214,7 +234,8 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
             record["parameters"] = runner.parameters
         # FLOPs of the seqbench model of the same shape: the same products (the others have no flops_per_token)
         twin = twins[record.pop("twin")]
-        training.append({**record, **speed, "flops": _flops(twin, speed, cached, device)})
+        dtype = "bfloat16" if record["kind"] == "bf16" else "float32"  # each row's MFU against its own peak
+        training.append({**record, **speed, "flops": _flops(twin, speed, cached, device, dtype)})
     add_ratios(training)
     return {"machine": {"device": peaks.device_name(device), "device_type": device.type,
                         "threads": torch.get_num_threads(), "dtype": "float32", "peaks": cached,
@@ -250,3 +271,5 @@ def add_ratios(training: list[dict]) -> None:
         row["vs_same_shape_baseline"] = {"baseline": same["name"], **_ratio(row, same)} if same else None
         anchor = fairseq.get(row["name"]) if row["kind"] == "seqbench" else None
         row["vs_fairseq"] = {"fairseq": anchor["name"], **_ratio(row, anchor)} if anchor else None
+        fp32 = next((r for r in training if r["kind"] == "seqbench" and r["name"] == row.get("shape_of")), None)
+        row["vs_fp32"] = {"fp32": fp32["name"], **_ratio(row, fp32)} if row["kind"] == "bf16" and fp32 else None

@@ -58,6 +58,8 @@ def markdown(result: dict) -> str:
         same, anchor = row.get("vs_same_shape_baseline"), row.get("vs_fairseq")
         same = f"{_compared(same)} ({same['baseline']})" if same else "-"
         anchor = _compared(anchor)
+        if row.get("vs_fp32"):
+            same = f"{_compared(row['vs_fp32'])} (fp32)"
         memory = row["memory"]["cuda_max_allocated_mb"] or row["memory"]["cpu_rss_peak_mb"]
         params = f"{row['parameters'] / 1e6:.2f}M" if row.get("parameters") else "-"
         both = f"{row['src_tgt_tokens_per_s']:,.0f}" if row.get("src_tgt_tokens_per_s") else "-"
