@@ -65,7 +65,7 @@ def memorise(case: str, tmp_path) -> tuple[Seq2SeqModule, Seq2SeqDataModule]:
     model = instantiate(cfg, src_vocab_size=datamodule.tokenizers.src_vocab_size,
                         tgt_vocab_size=datamodule.tokenizers.tgt_vocab_size)
     module = Seq2SeqModule(model, optimizer=lambda p: torch.optim.Adam(p, lr=lr),
-                           scheduler=lambda o: schedule(o, "constant", warmup_steps=20), label_smoothing=0.0,
+                           scheduler=lambda o, **_: schedule(o, "constant", warmup_steps=20), label_smoothing=0.0,
                            decoding={"beam_size": 2}, val_bleu=False)
     trainer = L.Trainer(max_steps=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, limit_val_batches=0, gradient_clip_val=1.0,

@@ -157,3 +157,32 @@ def test_the_main_path_prints_one_line_and_exits_2(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip() == "error: optimizer.lr=-1: must be a number > 0", proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_each_checkpoint_is_loaded_once_and_the_test_perplexity_is_logged(tmp_path, monkeypatch):
+    """A run reads its best checkpoint once (for the final validation and test together); a resumed run reads its
+    last.ckpt once to train on (its check of the model reads through a memory map, not the weights). The test split's
+    perplexity is logged beside the validation's."""
+    import csv
+
+    loads = []
+    real_load = torch.load
+
+    def counting_load(source, *args, **kwargs):
+        path = str(getattr(source, "path", getattr(source, "name", source)))  # Lightning passes an open file
+        if path.endswith(".ckpt"):
+            loads.append((Path(path).name, bool(kwargs.get("mmap"))))
+        return real_load(source, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", counting_load)
+    run_dir = tmp_path / "run"
+    overrides = [*TINY, *TINY_MODELS["transformer"], "logger=csv"]
+    record = train_in_process(run_dir, overrides)
+    best = Path(record["train"]["best_checkpoint"]).name
+    assert [name for name, mmap in loads if not mmap] == [best], loads
+    with open(run_dir / "csv" / "metrics.csv") as f:
+        assert any(row.get("test/ppl") for row in csv.DictReader(f))
+    loads.clear()
+    train_in_process(run_dir, [*overrides, "module.decoding.beam_size=1"])  # changed: resumes from last.ckpt
+    full = [name for name, mmap in loads if not mmap]
+    assert full.count("last.ckpt") == 1 and ("last.ckpt", True) in loads, loads

@@ -174,13 +174,13 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "measure.decode_warmup_batches": integer(0),
     "measure.peak_flops_seconds": number(0, strict=True),
     "measure.attention_examples": integer(0),
-    "callbacks.throughput.warmup_steps": integer(0),
+    "measure.throughput_warmup_steps": integer(0),
     "compare.param_budget": integer(1, none=True),
 }
 # The keys run.py reads from `measure:`; a preset that merges another key there (a misplaced line) is a mistake
 # Hydra cannot see, because presets may add keys.
 MEASURE_KEYS = ("length_buckets", "decode_sentences", "decode_tokens", "decode_warmup_batches",
-                "peak_flops_seconds", "attention_examples")
+                "peak_flops_seconds", "attention_examples", "throughput_warmup_steps")
 
 # Keys a `_target_` node may hold that its callable does not take: run.py removes them before instantiating.
 NOT_ARGUMENTS = {"model": {"name"}}

@@ -139,7 +139,7 @@ def training_flops(model: Seq2Seq, mean_src_tokens: float, mean_tgt_tokens: floa
                            f"({peak / 1e9:,.1f} GFLOP/s) is impossible, so that peak is stale or was measured "
                            f"badly; re-measure it with `{REMEASURE}` on an idle machine")
     elif mfu is not None and entry.get("unfit"):
-        note = f"against a peak measured unfit ({'; '.join(entry['unfit'])})"
+        note = "against a peak measured unfit (flops.peak_provenance says why)"
     mfu_datasheet = achieved / datasheet_peak if datasheet_peak else None
     if mfu_datasheet is not None and mfu_datasheet > 1:
         mfu_datasheet = None

@@ -20,15 +20,17 @@ from seqbench.rundir.results import read_results
 MODULE_PREFIX = "model."  # Seq2SeqModule's state_dict keys are its model's, under this prefix
 
 
-def read_checkpoint(path: str | Path, origin: str | None = None) -> dict:
+def read_checkpoint(path: str | Path, origin: str | None = None, mmap: bool = False) -> dict:
     """A Lightning checkpoint, loaded on the CPU with `weights_only=True`: tensors and plain containers only, so
-    opening a checkpoint from elsewhere cannot run code. `origin` names it in error messages (default: its path)."""
+    opening a checkpoint from elsewhere cannot run code. `origin` names it in error messages (default: its path);
+    `mmap`: map the file instead of reading it, so the tensors' data is read only where it is used (a check of
+    shapes and hyperparameters reads almost nothing)."""
     path = Path(path)
     origin = origin or str(path)
     if not path.is_file():
         raise InputError(f"{origin}: no such checkpoint file")
     try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as error:
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise InputError(f"{origin}: not a readable checkpoint ({first_line[:200]})") from None
@@ -81,6 +83,14 @@ def check_fits(model: Seq2Seq, weights: dict[str, torch.Tensor], origin: str, fo
         detail = _spec_differences(found, expected) if found is not None else []
         raise InputError(f"{origin}: a checkpoint of another model: " + ", ".join((detail or problems)[:3])
                          + (" ..." if len(detail or problems) > 3 else ""))
+
+
+def check_checkpoint(model: Seq2Seq, path: str | Path, expected: dict, origin: str | None = None) -> dict:
+    """One-line InputError when the checkpoint's weights do not belong in `model` (check_fits), read through a memory
+    map so the weights are not loaded: whatever resumes or evaluates it loads it once. Returns the checkpoint."""
+    checkpoint = read_checkpoint(path, origin, mmap=True)
+    check_fits(model, model_weights(checkpoint), origin or str(path), checkpoint_spec(checkpoint), expected)
+    return checkpoint
 
 
 def load_checkpoint_weights(model: Seq2Seq, path: str | Path, expected: dict, origin: str | None = None) -> dict:

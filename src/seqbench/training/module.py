@@ -7,7 +7,6 @@ module only produces hypotheses and keeps what it scored in `evaluations`: writi
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import asdict, replace
 from typing import Callable, Sequence
@@ -19,14 +18,20 @@ from lightning.pytorch.trainer.states import TrainerFn
 
 from seqbench.common.text import DEFAULT_LENGTH_EDGES
 from seqbench.common.tokens import PAD_ID
+from seqbench.data.eval_split import EvalSplit
 from seqbench.decoding.search import DecodingConfig, generate
 from seqbench.models.interface import Seq2Seq
 from seqbench.models.losses import label_smoothed_nll
 from seqbench.scoring.evaluation import Evaluator, SplitEvaluation
 
+METRICS = {"valid": "val", "test": "test"}  # split -> the namespace of its logged metrics (val/bleu, test/nll, ...)
+
 
 class Seq2SeqModule(L.LightningModule):
-    """`model_spec` (seqbench.rundir.loading.model_spec: model config, vocabulary sizes and fingerprint) is saved in
+    """`scheduler(optimizer, default_total_steps=...)` builds the learning-rate schedule (seqbench.training.schedules:
+    the default total is the updates a budget in epochs makes). `evaluation_data(split)` gives a split's references,
+    sources and detokeniser (the run passes its data module's). `model_spec`
+    (seqbench.rundir.loading.model_spec: model config, vocabulary sizes and fingerprint) is saved in
     every checkpoint's hyperparameters with the other plain arguments, so `Seq2SeqModule.load_from_checkpoint(path)`
     rebuilds the model from the spec (without an optimizer: for evaluation and decoding only)."""
 
@@ -34,10 +39,13 @@ class Seq2SeqModule(L.LightningModule):
                  scheduler: Callable | None = None, label_smoothing: float = 0.1,
                  decoding: DecodingConfig | dict | None = None, val_bleu: bool = True,
                  length_buckets: Sequence[int] = DEFAULT_LENGTH_EDGES, model_spec: dict | None = None,
-                 test_greedy: bool = False, val_beam_size: int = 1):
+                 test_greedy: bool = False, val_beam_size: int = 1,
+                 evaluation_data: Callable[[str], EvalSplit] | None = None):
         super().__init__()
         # The model object and optimizer/scheduler factories are not plain data: the spec stands for the model.
-        self.save_hyperparameters(ignore=["model", "optimizer", "scheduler"])
+        self.save_hyperparameters(ignore=["model", "optimizer", "scheduler", "evaluation_data"])
+        # split name -> its references, sources and detokeniser (the data module's `evaluation`), given by the run
+        self.evaluation_data = evaluation_data
         if model is None:
             if model_spec is None:
                 raise ValueError("Seq2SeqModule needs a model or a model_spec to build one from")
@@ -75,10 +83,13 @@ class Seq2SeqModule(L.LightningModule):
         return loss
 
     def _eval_step(self, batch, split: str):
+        """split: "valid" or "test" (results.json's names); metrics go under METRICS[split] ("val/", Lightning's and
+        the sweep files' namespace, or "test/")."""
+        prefix = METRICS[split]
         loss, nll = self._loss(batch)
         n_tokens = int((batch["tgt_out"] != PAD_ID).sum())
-        self.log(f"{split}/loss", loss, batch_size=n_tokens, sync_dist=True)
-        self.log(f"{split}/nll", nll, batch_size=n_tokens, sync_dist=True, prog_bar=split == "val")
+        self.log(f"{prefix}/loss", loss, batch_size=n_tokens, sync_dist=True)
+        self.log(f"{prefix}/nll", nll, batch_size=n_tokens, sync_dist=True, prog_bar=split == "valid")
         self._nll_total += torch.stack([nll.detach().double() * n_tokens, torch.tensor(n_tokens, dtype=torch.double,
                                                                                    device=nll.device)])
         if split == "test" or self._scores_validation:
@@ -105,7 +116,7 @@ class Seq2SeqModule(L.LightningModule):
         return self.test_greedy and self.decoding.beam_size > 1
 
     def validation_step(self, batch, batch_idx):
-        self._eval_step(batch, "val")
+        self._eval_step(batch, "valid")
 
     def test_step(self, batch, batch_idx):
         self._eval_step(batch, "test")
@@ -116,22 +127,26 @@ class Seq2SeqModule(L.LightningModule):
 
     on_test_epoch_start = on_validation_epoch_start
 
-    def on_validation_epoch_end(self):
+    def _log_perplexity(self, split: str) -> None:
         total = self._nll_total.clone()
         if dist.is_available() and dist.is_initialized():
             dist.all_reduce(total)
-        self.log("val/ppl", math.exp(min(float(total[0] / total[1].clamp(min=1)), 50.0)))
+        self.log(f"{METRICS[split]}/ppl", math.exp(min(float(total[0] / total[1].clamp(min=1)), 50.0)))
+
+    def on_validation_epoch_end(self):
+        self._log_perplexity("valid")
         if self._scores_validation and not self.trainer.sanity_checking:
-            self._evaluate_epoch("valid", "val")
+            self._evaluate_epoch("valid")
 
     def on_test_epoch_end(self):
-        self._evaluate_epoch("test", "test")
+        self._log_perplexity("test")
+        self._evaluate_epoch("test")
         if self._decodes_greedy_too:
             greedy = self._score(self._greedy_outputs, "test", "test/greedy")
             self.evaluations["test"].scores["greedy"] = greedy.scores
 
-    def _evaluate_epoch(self, split: str, prefix: str) -> None:
-        self.evaluations[split] = self._score(self._outputs, split, prefix)
+    def _evaluate_epoch(self, split: str) -> None:
+        self.evaluations[split] = self._score(self._outputs, split, METRICS[split])
 
     def _score(self, outputs: list[tuple[int, list[int]]], split: str, prefix: str) -> SplitEvaluation:
         """Scores (index, token ids) outputs of every rank against the split's references; logs under `prefix`."""
@@ -139,10 +154,10 @@ class Seq2SeqModule(L.LightningModule):
             gathered = [None] * dist.get_world_size()
             dist.all_gather_object(gathered, outputs)
             outputs = [o for part in gathered for o in part]
-        datamodule = self.trainer.datamodule
         by_index = dict(outputs)
         indices = sorted(by_index)  # every rank holds the gathered whole, in split order
-        data = datamodule.evaluation(split)
+        # the run passes the data module's evaluation splits; a module fitted by hand reads its trainer's
+        data = (self.evaluation_data or self.trainer.datamodule.evaluation)(split)
         references, sources = data.references, data.sources
         if len(indices) != len(references):  # e.g. limit_val_batches: score the decoded subset only
             references, sources = [references[i] for i in indices], [sources[i] for i in indices]
@@ -160,8 +175,6 @@ class Seq2SeqModule(L.LightningModule):
         optimizer = self.optimizer_factory(self.model.parameters())
         if self.scheduler_factory is None:
             return optimizer
-        factory = self.scheduler_factory
-        total = getattr(factory, "keywords", {}).get("total_steps")
-        if total is not None and total < 1:  # a budget in epochs (max_steps=-1): the updates those epochs make
-            factory = functools.partial(factory, total_steps=int(self.trainer.estimated_stepping_batches))
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": factory(optimizer), "interval": "step"}}
+        # A budget in epochs (max_steps=-1) leaves the schedule's total_steps unset: the updates those epochs make.
+        scheduler = self.scheduler_factory(optimizer, default_total_steps=int(self.trainer.estimated_stepping_batches))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

@@ -6,7 +6,7 @@ import logging
 import os
 import time
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import lightning as L
@@ -29,7 +29,7 @@ from seqbench.measure.memory import peak_memory, reset_peak_memory
 from seqbench.measure.speed import decode_speed, test_batches
 from seqbench.models.interface import build_model
 from seqbench.models.sizing import fit_to_budget
-from seqbench.rundir.checkpoints import load_checkpoint_weights
+from seqbench.rundir.checkpoints import check_checkpoint, read_checkpoint
 from seqbench.rundir.layout import RunDir
 from seqbench.rundir.loading import model_spec, save_run_files
 from seqbench.rundir.lock import run_directory_lock
@@ -187,7 +187,21 @@ def _record_stop(cfg: DictConfig, run_dir: Path, status: str, error: BaseExcepti
         pass  # the run's own error line names the full disk
 
 
+@dataclass
+class Recorders:
+    """The callbacks results.json is made from, built here rather than from YAML, so the record never depends on
+    which callbacks a config happens to list: training throughput (and FLOPs) and the learning curve."""
+
+    throughput: TrainThroughput
+    curve: LearningCurve
+
+    @classmethod
+    def for_run(cls, cfg: DictConfig) -> Recorders:
+        return cls(TrainThroughput(warmup_steps=cfg.measure.throughput_warmup_steps), LearningCurve())
+
+
 def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) -> dict:
+    """One run, top to bottom: data, model, trainer, fit, evaluate, measure, record."""
     reset_peak_memory()
     if cfg.get("threads"):
         torch.set_num_threads(cfg.threads)
@@ -197,77 +211,29 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
     checkpoint_in = _resume_checkpoint(cfg, run_dir)
     if not cfg.get("train", True) and checkpoint_in is None:
         raise InputError("train=false evaluates a trained model: set ckpt_path=<file.ckpt>")
-
-    datamodule = instantiate(cfg.data)
-    datamodule.prepare_data()
-    datamodule.setup("fit")
-    tokenizers = datamodule.tokenizers  # saved with the run, so it translates without the data
-    model_cfg = model_config(cfg, *datamodule.vocab_sizes)
-    check_against_data(cfg, model_cfg, datamodule)  # positions and token budgets hold the longest sentence
-    model = build_model(model_cfg, *datamodule.vocab_sizes)
-    spec = model_spec(model_cfg, tokenizers)
-    resumed_at = None
-    if checkpoint_in is not None:  # another architecture or vocabulary: one line now, not a traceback mid-run
-        resumed_at = load_checkpoint_weights(model, checkpoint_in, spec, origin=f"ckpt_path={checkpoint_in}").get(
-            "global_step")
+    datamodule = _data(cfg)
+    model, model_cfg, spec, resumed_at = _model(cfg, datamodule, checkpoint_in)
     # model_spec goes in after instantiation: Hydra would try to build the `_target_` inside its model config
-    module = instantiate(cfg.module, _partial_=True, _convert_="all")(model=model, model_spec=spec)
-
-    loggers = [instantiate(c) for c in cfg.get("logger", {}).values() if c is not None] or False
-    for logger in loggers or []:  # a resumed run continues its metrics.csv and its W&B run
-        if isinstance(logger, (ResumableCSVLogger, WandbLogger)) and resumed_at is not None:
-            logger.resume_from(resumed_at)
-    callbacks = [instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None]
-    if not loggers:  # logger=none: LearningRateMonitor refuses a Trainer without a logger; there is nothing to log to
-        callbacks = [c for c in callbacks if not isinstance(c, LearningRateMonitor)]
-    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
-    if trainer.is_global_zero:  # the run directory stands on its own: translate needs no cache or network
-        save_run_files(run_dir, spec, OmegaConf.to_container(cfg.module.decoding), tokenizers,
-                       OmegaConf.to_yaml(cfg, resolve=True))
+    module = instantiate(cfg.module, _partial_=True, _convert_="all")(model=model, model_spec=spec,
+                                                                      evaluation_data=datamodule.evaluation)
+    recorders = Recorders.for_run(cfg)
+    trainer = _trainer(cfg, recorders, resumed_at)
     progress["trainer"] = trainer
-    for logger in trainer.loggers:  # the whole resolved config: W&B's config panel, the CSV logger's hparams.yaml
-        logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
-        logger.save()
-
-    # Checkpoints are loaded with weights_only=True: tensors and plain types only, never arbitrary pickled objects.
-    fit_started = time.perf_counter()
-    if cfg.get("train", True):
-        with guard.phase_of_run("training", lightning=True):
-            trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint_in, weights_only=True)
-        checkpoint = trainer.checkpoint_callback
-        best = checkpoint.best_model_path if checkpoint is not None and checkpoint.best_model_path else None
-        stopped_by = _stopped_by(trainer)  # now: evaluating a checkpoint restores its callbacks' earlier states
-    else:
-        best, stopped_by = checkpoint_in, None  # evaluate exactly the checkpoint given
-    fit_seconds = time.perf_counter() - fit_started
-
-    with guard.phase_of_run("validation", lightning=True):
-        trainer.validate(module, datamodule=datamodule, ckpt_path=best, verbose=False, weights_only=True)
-    if cfg.get("test", True):
-        with guard.phase_of_run("testing", lightning=True):
-            trainer.test(module, datamodule=datamodule, ckpt_path=best, verbose=False, weights_only=True)
-
-    throughput = next((c for c in callbacks if isinstance(c, TrainThroughput)), None)
-    scores = {split: evaluation.scores for split, evaluation in module.evaluations.items()}
-    if trainer.is_global_zero:
-        # Hypotheses with their references and sources, line by line: `seqbench score` and the report rescore and
-        # test significance from the run directory alone.
-        for split, evaluation in module.evaluations.items():
-            RunDir(run_dir).write_texts(split, {"hypotheses": evaluation.hypotheses,
-                                                "references": evaluation.references, "sources": evaluation.sources})
+    _save_run_files(cfg, trainer, run_dir, spec, datamodule.tokenizers)
+    best, stopped_by, fit_seconds = _fit(cfg, trainer, module, datamodule, checkpoint_in, guard)
+    _evaluate(cfg, trainer, module, datamodule, best, guard, run_dir)
     guard.phase = "measurements"
-    curve = next((c for c in callbacks if isinstance(c, LearningCurve)), None)
-    measurements = measure(cfg, trainer, module, datamodule, throughput)
+    measurements = measure(cfg, trainer, module, datamodule, recorders.throughput)
     device = trainer.strategy.root_device
     results = completed_record(
-        label=cfg.compare.label, parameters=model.num_parameters(), data=datamodule.summary(), scores=scores,
+        label=cfg.compare.label, parameters=model.num_parameters(), data=datamodule.summary(),
+        scores={split: evaluation.scores for split, evaluation in module.evaluations.items()},
         model={"name": cfg.model.name, "class": cfg.model._target_, "config": model_cfg,
                "param_budget": cfg.compare.param_budget},
-        throughput=throughput.summary(trainer.world_size) if throughput else {}, measurements=measurements,
+        throughput=recorders.throughput.summary(trainer.world_size), measurements=measurements,
         train={"wall_time_s": fit_seconds, "steps": trainer.global_step, "epochs": _epochs_trained(trainer),
-               "max_steps": trainer.max_steps, "stopped_by": stopped_by,
-               "best_checkpoint": best},
-        curve=curve.points if curve else [], wall_time_s=time.perf_counter() - started, seed=cfg.seed,
+               "max_steps": trainer.max_steps, "stopped_by": stopped_by, "best_checkpoint": best},
+        curve=recorders.curve.points, wall_time_s=time.perf_counter() - started, seed=cfg.seed,
         device=torch.cuda.get_device_name(device) if device.type == "cuda" else str(device),
         threads=torch.get_num_threads(), run_dir=run_dir, config=OmegaConf.to_container(cfg, resolve=True))
     _log_summary(trainer, results)
@@ -277,6 +243,84 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
         log_run_summary(trainer.loggers, results, run_dir, trainer.global_step)
         _print_summary(results)
     return results
+
+
+def _data(cfg: DictConfig):
+    """The data module, prepared and set up for training."""
+    datamodule = instantiate(cfg.data)
+    datamodule.prepare_data()
+    datamodule.setup("fit")
+    return datamodule
+
+
+def _model(cfg: DictConfig, datamodule, checkpoint_in: str | None):
+    """The model for the data's vocabularies (resized to compare.param_budget), checked against the data and, when
+    the run resumes or evaluates a checkpoint, against that checkpoint (read lazily: fit or the evaluation loads it,
+    once). Returns (model, its resolved config, its spec, the update the checkpoint was written at or None)."""
+    model_cfg = model_config(cfg, *datamodule.vocab_sizes)
+    check_against_data(cfg, model_cfg, datamodule)  # positions and token budgets hold the longest sentence
+    model = build_model(model_cfg, *datamodule.vocab_sizes)
+    spec = model_spec(model_cfg, datamodule.tokenizers)
+    resumed_at = None
+    if checkpoint_in is not None:  # another architecture or vocabulary: one line now, not a traceback mid-run
+        resumed_at = check_checkpoint(model, checkpoint_in, spec, origin=f"ckpt_path={checkpoint_in}").get(
+            "global_step")
+    return model, model_cfg, spec, resumed_at
+
+
+def _trainer(cfg: DictConfig, recorders: Recorders, resumed_at: int | None):
+    """The Lightning Trainer with the config's loggers and callbacks and the recorders."""
+    loggers = [instantiate(c) for c in cfg.get("logger", {}).values() if c is not None] or False
+    for logger in loggers or []:  # a resumed run continues its metrics.csv and its W&B run
+        if isinstance(logger, (ResumableCSVLogger, WandbLogger)) and resumed_at is not None:
+            logger.resume_from(resumed_at)
+    callbacks = [recorders.throughput, recorders.curve,
+                 *(instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None)]
+    if not loggers:  # logger=none: LearningRateMonitor refuses a Trainer without a logger; there is nothing to log to
+        callbacks = [c for c in callbacks if not isinstance(c, LearningRateMonitor)]
+    return instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
+
+
+def _save_run_files(cfg: DictConfig, trainer, run_dir: Path, spec: dict, tokenizers) -> None:
+    """What translation needs besides the weights, and the whole config to every logger."""
+    if trainer.is_global_zero:  # the run directory stands on its own: translate needs no cache or network
+        save_run_files(run_dir, spec, OmegaConf.to_container(cfg.module.decoding), tokenizers,
+                       OmegaConf.to_yaml(cfg, resolve=True))
+    for logger in trainer.loggers:  # the whole resolved config: W&B's config panel, the CSV logger's hparams.yaml
+        logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
+        logger.save()
+
+
+def _fit(cfg: DictConfig, trainer, module, datamodule, checkpoint_in: str | None, guard: SignalGuard):
+    """Trains (resuming from checkpoint_in), or with train=false takes checkpoint_in as the model to evaluate.
+    Returns (the checkpoint to evaluate, what stopped training, seconds in fit)."""
+    fit_started = time.perf_counter()
+    if not cfg.get("train", True):
+        return checkpoint_in, None, 0.0  # evaluate exactly the checkpoint given
+    # Checkpoints are loaded with weights_only=True: tensors and plain types only, never arbitrary pickled objects.
+    with guard.phase_of_run("training", lightning=True):
+        trainer.fit(module, datamodule=datamodule, ckpt_path=checkpoint_in, weights_only=True)
+    checkpoint = trainer.checkpoint_callback
+    best = checkpoint.best_model_path if checkpoint is not None and checkpoint.best_model_path else None
+    return best, _stopped_by(trainer), time.perf_counter() - fit_started
+
+
+def _evaluate(cfg: DictConfig, trainer, module, datamodule, best: str | None, guard: SignalGuard,
+              run_dir: Path) -> None:
+    """The final validation and test of the best checkpoint's weights, loaded once into the module (the callbacks
+    keep the whole run's state), and every split's hypotheses, references and sources written beside the record."""
+    if best is not None:
+        module.load_state_dict(read_checkpoint(best, f"checkpoint {best}")["state_dict"])
+    with guard.phase_of_run("validation", lightning=True):
+        trainer.validate(module, datamodule=datamodule, verbose=False)
+    if cfg.get("test", True):
+        with guard.phase_of_run("testing", lightning=True):
+            trainer.test(module, datamodule=datamodule, verbose=False)
+    if trainer.is_global_zero:
+        # One sentence per line: `seqbench score` and the report rescore and test from the run directory alone.
+        for split, evaluation in module.evaluations.items():
+            RunDir(run_dir).write_texts(split, {"hypotheses": evaluation.hypotheses,
+                                                "references": evaluation.references, "sources": evaluation.sources})
 
 
 def _stopped_by(trainer) -> str:
