@@ -133,3 +133,39 @@ def test_a_sentence_stops_once_its_best_finished_hypothesis_cannot_be_beaten(sto
     cfg = DecodingConfig(beam_size=3, length_penalty=0.6, max_len_a=0.0, max_len_b=30, stop_early=stop_early)
     assert beam_search(model, src, mask, cfg) == [[], []]
     assert len(steps) == 1, steps
+
+
+class FixedDistribution:
+    """A stub model whose every step predicts <eos> 0.2, word 4 ("a") 0.6 and word 5 ("b") 0.2, whatever the source:
+    every hypothesis's score can be written down by hand."""
+
+    def encode(self, src, src_mask):
+        return {"mask": src_mask}
+
+    def expand_encoder_out(self, encoder_out, beam):
+        return {"mask": encoder_out["mask"].repeat_interleave(beam, 0)}
+
+    def init_state(self, encoder_out):
+        return {}
+
+    def decode_step(self, tokens, encoder_out, state, need_attention=False):
+        probs = torch.full((tokens.size(0), TINY_VOCAB), 1e-12)
+        probs[:, EOS_ID], probs[:, 4], probs[:, 5] = 0.2, 0.6, 0.2
+        return probs.log(), state, None
+
+    def reorder_state(self, state, indices):
+        return state
+
+
+@pytest.mark.parametrize("alpha, kind, expected", [
+    # log p: "" = ln .2 = -1.609; "a" = ln .6 + ln .2 = -2.120; "a a" = -2.631; "a a a" = -3.142 (|y| counts <eos>)
+    (0.0, "gnmt", []),             # unnormalised: -1.609 beats -2.120, -2.631, -3.142
+    (1.0, "gnmt", []),             # / ((5+|y|)/6): -1.609, -1.817, -1.973, -2.095
+    (1.0, "fairseq", [4, 4, 4]),   # / |y|: -1.609, -1.060, -0.877, -0.785
+    (0.5, "fairseq", [4]),         # / sqrt|y|: -1.609, -1.499, -1.519, -1.571
+])
+def test_beam_scores_are_the_normalised_scores_worked_out_by_hand(alpha, kind, expected):
+    src = torch.tensor([[4, 5]])
+    cfg = DecodingConfig(beam_size=4, length_penalty=alpha, length_normalization=kind, max_len_a=0.0, max_len_b=3,
+                         stop_early=False)
+    assert beam_search(FixedDistribution(), src, src != 0, cfg) == [expected]

@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +9,8 @@ import pytest
 from seqbench.common.errors import InputError
 from seqbench.data.files import FileCorpus
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import seqbench_cli
+
 PAIRS = [("hello world", "hallo welt"), ("good morning", "guten morgen"), ("thank you", "danke")]
 
 
@@ -142,16 +140,15 @@ def test_bad_format(tmp_path):
     _expect(FileCorpus(format="csv", **three_splits(tmp_path, "tsv", tsv())), tmp_path, "data.corpus.format='csv'")
 
 
-def test_train_py_reports_a_bad_file_in_one_line(tmp_path):
+def test_train_reports_a_bad_file_in_one_line(tmp_path, capsys, monkeypatch):
+    """In-process through the command's own entry (the `python train.py` process path is tests/test_train.py's)."""
     paths = three_splits(tmp_path, "tsv", tsv())
     write(Path(paths["train"]), "hello\thallo\nbroken line\n")
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", WANDB_MODE="disabled")
-    cmd = [sys.executable, "train.py", "data=files", f"data.corpus.train={paths['train']}",
-           f"data.corpus.valid={paths['valid']}", f"data.corpus.test={paths['test']}",
-           f"paths.cache_dir={tmp_path / 'cache'}", f"paths.log_dir={tmp_path / 'logs'}", "logger=none",
-           "trainer.max_steps=1", "data.vocab_size=32", "threads=1"]
-    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 2, result.stderr[-2000:]
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0] == f"error: {paths['train']}:2: expected 2 tab-separated columns (source<TAB>target), found 1"
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    status, _, err = seqbench_cli(["train", "data=files", f"data.corpus.train={paths['train']}",
+                                   f"data.corpus.valid={paths['valid']}", f"data.corpus.test={paths['test']}",
+                                   f"paths.cache_dir={tmp_path / 'cache'}", f"hydra.run.dir={tmp_path / 'run'}",
+                                   "logger=none", "trainer.max_steps=1", "data.vocab_size=32", "threads=1"], capsys)
+    assert status == 2, err[-2000:]
+    lines = [line for line in err.strip().splitlines() if line.startswith(("error:", "Traceback"))]
+    assert lines == [f"error: {paths['train']}:2: expected 2 tab-separated columns (source<TAB>target), found 1"]

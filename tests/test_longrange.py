@@ -249,3 +249,14 @@ def test_corpus_and_datamodule_keep_the_structure_columns(tmp_path):
                for deps, c in zip(columns["dependencies"], columns["clauses"]))
     for src, deps in zip(test.sources, columns["dependencies"]):
         assert all(d["dependent"] < word_count(src) for d in deps)
+
+
+def test_the_length_of_a_length_distance_cell_is_the_sources():
+    """A 9-word source (bucket 1-10) whose reference has 12 words (bucket 11-20): its dependency is counted in the
+    1-10 row, the source's length, which is what the test grid holds fixed."""
+    reference = "ka mo li su qeitot ne ra to pi wa zu ho"
+    source = "one two three four five six seven eight nine"
+    dependency = {"kind": "agreement", "distance": 3, "tgt_index": 4, "stem": "qeit", "marker": "ot", "probe": True}
+    scored = targeted_scores([reference], [reference], [source], [[dependency]])
+    assert [(c["length"], c["distance"], c["dependencies"]) for c in scored["by_length_distance"]] == \
+        [("1-10", "1-5", 1)]

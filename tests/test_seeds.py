@@ -25,6 +25,13 @@ def test_spread_is_the_mean_and_the_t_interval():
     assert spread([4.0]) == (4.0, None, 1, None) and spread([None, float("nan")]) == (None, None, 0, None)
 
 
+def test_the_seed_interval_is_scipys_t_interval():
+    values = [71.2, 68.9, 74.5, 70.1, 69.8]
+    low, high = stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=stats.sem(values))
+    s = spread(values)
+    assert (s.mean - s.ci, s.mean + s.ci) == pytest.approx((low, high))
+
+
 def test_statistics_sum_to_sacrebleus_corpus_bleu():
     rng = random.Random(0)
     refs = [" ".join(rng.choices(WORDS, k=rng.randint(4, 15))) for _ in range(40)]

@@ -354,6 +354,7 @@ time.sleep(120)
 '''
 
 
+@pytest.mark.integration
 def test_a_sigterm_to_the_sweep_stops_its_trials_and_a_rerun_finishes_them(tmp_path, monkeypatch):
     """SIGTERM to a sweep running two trials at once (as a scheduler or `kill` sends it) stops both trainings, which
     save their last.ckpt, records neither, and raises KeyboardInterrupt (the command exits 143); rerun, the sweep

@@ -186,3 +186,36 @@ def test_each_checkpoint_is_loaded_once_and_the_test_perplexity_is_logged(tmp_pa
     train_in_process(run_dir, [*overrides, "module.decoding.beam_size=1"])  # changed: resumes from last.ckpt
     full = [name for name, mmap in loads if not mmap]
     assert full.count("last.ckpt") == 1 and ("last.ckpt", True) in loads, loads
+
+
+@pytest.mark.parametrize("version", [0, 2, None])
+def test_a_record_of_another_schema_version_is_one_line_and_a_relaunch_reruns(tmp_path, version, capsys):
+    """results.json of schema version 0, 2 or none: reading it is one line naming the version; launching the run
+    again does not take it for a finished record (it reruns and writes a record of this version)."""
+    import json
+
+    from seqbench.common.errors import InputError
+
+    run_dir = tmp_path / "run"
+    overrides = [*TINY, *TINY_MODELS["transformer"], "test=false"]
+    train_in_process(run_dir, overrides)
+    record = json.loads(RunDir(run_dir).results.read_text())
+    if version is None:
+        del record["schema_version"]
+    else:
+        record["schema_version"] = version
+    RunDir(run_dir).results.write_text(json.dumps(record))
+    with pytest.raises(InputError, match=f"a results record of schema version {version}; this seqbench reads "
+                                         f"version {SCHEMA_VERSION}"):
+        read_results(run_dir)
+    status, _, err = seqbench_cli(["report", str(run_dir), "--out", str(tmp_path / "report")], capsys)
+    assert status == 2 and len(err.strip().splitlines()) == 1 and "schema version" in err
+    assert train_in_process(run_dir, overrides)["status"] == "completed"
+    assert read_results(run_dir)["schema_version"] == SCHEMA_VERSION
+
+
+def test_a_tiny_bf16_mixed_run_on_the_cpu(tmp_path):
+    """trainer.precision=bf16-mixed on the CPU (autocast): trains, decodes, and measures MFU against the bf16 peak."""
+    record = train_in_process(tmp_path / "run", [*TINY, *TINY_MODELS["transformer"], "trainer.precision=bf16-mixed"])
+    assert record["status"] == "completed" and record["config"]["trainer"]["precision"] == "bf16-mixed"
+    assert record["flops"]["peak_dtype"] == "bfloat16" and record["test"]["n_sentences"] > 0

@@ -304,3 +304,20 @@ def test_ema_callback_evaluates_the_average_in_validate_and_test(tmp_path):
     assert not torch.equal(averaged["layer.weight"], raw["layer.weight"])
     for stage in ("validate", "test"):
         assert all(torch.equal(module.seen[stage][k], averaged[k]) for k in averaged), stage
+
+
+def test_ctranslate2_not_installed_is_one_line_for_export_and_translate(run_dir, tmp_path, capsys, monkeypatch):
+    """Without the ctranslate2 extra, `export --format ctranslate2` and `translate --engine ctranslate2` each say
+    how to install it, in one line, and write nothing."""
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # `import ctranslate2` raises ImportError
+    status, _, err = seqbench_cli(["export", str(run_dir), str(tmp_path / "out"), "--format", "ctranslate2"], capsys)
+    assert status == 2 and err.strip().splitlines() == [
+        "error: CTranslate2 is not installed: pip install 'seqbench[ctranslate2]'"]
+    assert not (tmp_path / "out").exists()
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    RunDir(copy).ctranslate2.mkdir()  # as an export with --format ctranslate2 leaves it
+    status, out, err = seqbench_cli(["translate", str(copy), "--engine", "ctranslate2", "--input",
+                                     str(copy / "sources.test.txt")], capsys)
+    assert status == 2 and out == "" and err.strip().splitlines() == [
+        "error: CTranslate2 is not installed: pip install 'seqbench[ctranslate2]'"]

@@ -137,6 +137,7 @@ def transformer_spec(model, src_tokens: list[str], tgt_tokens: list[str]):
 def convert(model, src_tokens: list[str], tgt_tokens: list[str], out: str | Path,
             quantization: str | None = None) -> Path:
     """Write the model as a CTranslate2 model folder `out` (which must not exist)."""
+    _ctranslate2()  # one line when the extra is missing, before anything is imported from it
     from ctranslate2.converters.converter import Converter
 
     if quantization is not None and quantization not in QUANTIZATIONS:
