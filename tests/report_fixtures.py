@@ -87,8 +87,9 @@ def make_structured_multirun(root: Path, n_sentences: int = 150) -> Path:
     carries BLEU by clauses and by longest dependency and the targeted coverage and accuracy: "oracle" outputs the
     references, "dropper" drops a quarter of their words (and, decoding greedily, test.greedy, half); two seeds
     each."""
+    from seqbench.common.breakdowns import CorpusScoring
     from seqbench.common.structure import STRUCTURE_COLUMNS
-    from seqbench.data.synthetic import GrammarConfig, Lexicon, SentenceGenerator
+    from seqbench.data.synthetic import MARKERS, GrammarConfig, Lexicon, SentenceGenerator
 
     cfg = GrammarConfig(p_pronoun_subject=0.6, p_long_subject=0.3)
     generator = SentenceGenerator(cfg, Lexicon.build(cfg), random.Random(0))
@@ -101,7 +102,8 @@ def make_structured_multirun(root: Path, n_sentences: int = 150) -> Path:
             " ".join(w for w in r.split() if rng.random() > 0.25) for r in references]
         run_dir = root / str(job)
         run_dir.mkdir(parents=True)
-        test = Evaluator().score(hypotheses, references, sources, structure=structure)
+        test = Evaluator().score(hypotheses, references, sources, structure=structure,
+                                 scoring=CorpusScoring(markers=MARKERS))
         test["greedy"] = Evaluator().score(references if label == "oracle" else [
             " ".join(w for w in r.split() if rng.random() > 0.5) for r in references], references, sources)
         RunDir(run_dir).write_texts("test", {"hypotheses": hypotheses, "references": references, "sources": sources})

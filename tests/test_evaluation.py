@@ -7,7 +7,9 @@ import pytest
 import sacrebleu
 
 from seqbench.commands.score import main
+from seqbench.common.breakdowns import CorpusScoring, Subset
 from seqbench.common.io import read_lines
+from seqbench.data.synthetic import MARKERS
 from seqbench.rundir.layout import RunDir
 from seqbench.scoring.evaluation import Evaluator
 from seqbench.scoring.metrics import bleu_by_length, corpus_bleu, corpus_chrf
@@ -133,7 +135,8 @@ def test_structured_corpus_adds_structure_scores_and_their_metrics():
     rows = [generator.pair() for _ in range(40)]
     references, sources = [r["tgt"] for r in rows], [r["src"] for r in rows]
     structure = {name: [r[name] for r in rows] for name in ("clauses", "max_dependency", "dependencies")}
-    scores = Evaluator().score(references, references, sources, structure=structure)
+    scores = Evaluator().score(references, references, sources, structure=structure,
+                               scoring=CorpusScoring(markers=MARKERS))
     assert scores["targeted"]["accuracy"] == scores["targeted"]["coverage"] == 100.0
     assert scores["targeted"]["dependencies"] > 40
     assert sum(b["sentences"] for b in scores["bleu_by_clauses"]) == 40
@@ -142,8 +145,12 @@ def test_structured_corpus_adds_structure_scores_and_their_metrics():
     assert logged["test/targeted_accuracy"] == logged["test/targeted_coverage"] == 100.0
     assert any(k.startswith("test/bleu_clauses_") for k in logged)
     plain = Evaluator().score(references, references, sources)
-    assert "targeted" not in plain and "bleu_by_clauses" not in plain and "bleu_by_length_single_verse" not in plain
-    verses = [1 + i % 2 for i in range(40)]
-    bible = Evaluator().score(references, references, sources, structure={"verses": verses})
-    assert sum(b["sentences"] for b in bible["bleu_by_length_single_verse"]) == verses.count(1)
-    assert "targeted" not in bible
+    assert "targeted" not in plain and "bleu_by_clauses" not in plain and "breakdowns" not in plain
+    verses = [1 + i % 2 for i in range(40)]  # a corpus that declares a subset (as the Bible's joined verses do)
+    single = Subset("bleu_by_length_single", "verses", 1, "BLEU by length, single items", "one item each")
+    subsets = Evaluator().score(references, references, sources, structure={"verses": verses},
+                                scoring=CorpusScoring(subsets=(single,)))
+    assert sum(b["sentences"] for b in subsets["bleu_by_length_single"]) == verses.count(1)
+    assert subsets["breakdowns"] == [single.describe()] and "targeted" not in subsets
+    assert "bleu_by_length_single" not in Evaluator().score(references, references, sources,
+                                                             structure={"verses": verses})  # declared, or nothing

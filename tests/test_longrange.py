@@ -8,10 +8,13 @@ import random
 import pytest
 import sacrebleu
 
-from seqbench.common.structure import ADJ_AGREEMENT, DISTANCE_EDGES, STRUCTURE_COLUMNS, VERB_AGREEMENT
+from seqbench.common.structure import DISTANCE_EDGES, STRUCTURE_COLUMNS
 from seqbench.common.text import DEFAULT_LENGTH_EDGES, bucket_index, word_count
 from seqbench.data.longrange import LongRangeGenerator, generate_long_range_splits, grid_cells
 from seqbench.data.synthetic import (
+    ADJ_AGREEMENT,
+    MARKERS,
+    VERB_AGREEMENT,
     GrammarConfig,
     Lexicon,
     SentenceGenerator,
@@ -148,7 +151,7 @@ def test_longrange_dictionary_baseline_is_weak_but_not_empty(longrange):
     hyps = [dictionary_translate(r["src"], lexicon) for r in test]
     refs, sources = [r["tgt"] for r in test], [r["src"] for r in test]
     assert 0.5 <= sacrebleu.corpus_bleu(hyps, [refs]).score <= 10
-    scores = targeted_scores(hyps, refs, sources, [r["dependencies"] for r in test])
+    scores = targeted_scores(hyps, refs, sources, [r["dependencies"] for r in test], MARKERS)
     assert 5 <= scores["coverage"] <= 40 and 5 <= scores["accuracy"] <= 40
 
 
@@ -170,7 +173,7 @@ HAND_DEPS = [{"kind": "agreement", "distance": 2, "tgt_index": 2, "stem": "qeit"
     ("xaoq ywu.", 0, 0),
 ])
 def test_coverage_and_conditional_accuracy_on_hand_built_hypotheses(hypothesis, covered, correct):
-    scores = targeted_scores([hypothesis], [HAND_REFERENCE], ["a b c d e f g h i j"], [HAND_DEPS])
+    scores = targeted_scores([hypothesis], [HAND_REFERENCE], ["a b c d e f g h i j"], [HAND_DEPS], MARKERS)
     assert scores["dependencies"] == 3 and scores["covered"] == covered
     assert scores["coverage"] == pytest.approx(100 * covered / 3)
     assert scores["accuracy"] == (pytest.approx(100 * correct / covered) if covered else None)
@@ -181,14 +184,15 @@ def test_the_alignment_pairs_reference_words_with_hypothesis_words():
     assert align(["a", "c"], ["a", "b", "c"]) == [0, None, 1]  # b deleted
     assert align(["x", "a", "b"], ["a", "b"]) == [1, 2]  # an insertion before
     assert align(["a", "z", "c"], ["a", "b", "c"]) == [0, 1, 2]  # a substitution keeps the pairing
-    assert marker_of("qeittaotta", "qeit", "agreement") == "otta" and marker_of("qeitot", "qeit", "agreement") == "ot"
-    assert marker_of("zhao", "qeit", "agreement") is None and marker_of("qeit", "qeit", "agreement") is None
+    marker = lambda word: marker_of(word, "qeit", "agreement", MARKERS)  # noqa: E731
+    assert marker("qeittaotta") == "otta" and marker("qeitot") == "ot"
+    assert marker("zhao") is None and marker("qeit") is None
 
 
 def test_targeted_scores_of_the_references_and_of_a_corruption(longrange):
     _, test = longrange
     deps, refs, sources = [r["dependencies"] for r in test], [r["tgt"] for r in test], [r["src"] for r in test]
-    perfect = targeted_scores(refs, refs, sources, deps)
+    perfect = targeted_scores(refs, refs, sources, deps, MARKERS)
     total = sum(map(len, deps))
     assert (perfect["coverage"], perfect["accuracy"], perfect["dependencies"]) == (100.0, 100.0, total)
     assert len(perfect["by_distance"]) == len(DISTANCE_EDGES) + 1
@@ -196,7 +200,8 @@ def test_targeted_scores_of_the_references_and_of_a_corruption(longrange):
     assert {c["kind"] for c in cells} == {"agreement"} and all(c["probes"] for c in cells)  # probes: agreement only
     assert sum(c["dependencies"] for c in cells) == len(test)
     # A word inserted first and the final word split from its ".": the same scores.
-    assert targeted_scores(["hmm " + r.replace(".", " .") for r in refs], refs, sources, deps)["accuracy"] == 100.0
+    hmm = ["hmm " + r.replace(".", " .") for r in refs]
+    assert targeted_scores(hmm, refs, sources, deps, MARKERS)["accuracy"] == 100.0
     # The probe's marker corrupted in every sentence: exactly the probes are wrong, still covered.
     corrupted = []
     for ref, sentence in zip(refs, deps):
@@ -205,10 +210,10 @@ def test_targeted_scores_of_the_references_and_of_a_corruption(longrange):
         wrong = next(m for m in sorted(VERB_AGREEMENT.values()) if m != d["marker"] and not m.endswith(d["marker"]))
         words[d["tgt_index"]] = d["stem"] + wrong
         corrupted.append(" ".join(words) + ".")
-    scored = targeted_scores(corrupted, refs, sources, deps)
+    scored = targeted_scores(corrupted, refs, sources, deps, MARKERS)
     assert scored["coverage"] == 100.0 and scored["accuracy"] == pytest.approx(100.0 * (total - len(test)) / total)
     assert all(c["accuracy"] == 0.0 for c in scored["by_length_distance"])
-    empty = targeted_scores(["" for _ in refs], refs, sources, deps)
+    empty = targeted_scores(["" for _ in refs], refs, sources, deps, MARKERS)
     assert empty["coverage"] == 0.0 and empty["accuracy"] is None
 
 
@@ -222,7 +227,7 @@ def test_bleu_by_group_agrees_with_bleu_by_length(longrange):
     assert [(b["bucket"], b["min_words"], b["max_words"], b["sentences"], b["bleu"]) for b in by_length] == \
         [(b["bucket"], b["min"], b["max"], b["sentences"], b["bleu"]) for b in by_group]
     scores = structure_scores(hyps, refs, [r["src"] for r in test], [r["clauses"] for r in test],
-                              [r["max_dependency"] for r in test], [r["dependencies"] for r in test])
+                              [r["max_dependency"] for r in test], [r["dependencies"] for r in test], MARKERS)
     assert sum(b["sentences"] for b in scores["bleu_by_clauses"]) == len(test)
     assert sum(b["sentences"] for b in scores["bleu_by_dependency"]) == len(test)
     assert scores["targeted"]["by_kind"]["reference"]["dependencies"] > 0
@@ -257,6 +262,6 @@ def test_the_length_of_a_length_distance_cell_is_the_sources():
     reference = "ka mo li su qeitot ne ra to pi wa zu ho"
     source = "one two three four five six seven eight nine"
     dependency = {"kind": "agreement", "distance": 3, "tgt_index": 4, "stem": "qeit", "marker": "ot", "probe": True}
-    scored = targeted_scores([reference], [reference], [source], [[dependency]])
+    scored = targeted_scores([reference], [reference], [source], [[dependency]], MARKERS)
     assert [(c["length"], c["distance"], c["dependencies"]) for c in scored["by_length_distance"]] == \
         [("1-10", "1-5", 1)]

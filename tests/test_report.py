@@ -195,13 +195,13 @@ def test_structured_corpus_gets_clause_dependency_and_targeted_sections(tmp_path
     """A corpus that records structure adds BLEU by clauses, BLEU by longest dependency and the targeted coverage
     and accuracy by distance to the report (tables and plots), and runs that decoded greedily too add greedy BLEU
     (a column and by length); runs with neither get only BLEU by length (test_report_files)."""
-    from seqbench.analysis.summary import BREAKDOWNS, SINGLE_VERSE_BY_LENGTH, present_breakdowns
+    from seqbench.analysis.summary import BREAKDOWNS, present_breakdowns
     from seqbench.report.markdown import markdown_by_bucket
 
     from report_fixtures import make_structured_multirun
 
     groups = group_by_label(load_runs([make_structured_multirun(tmp_path / "runs")]))
-    assert present_breakdowns(groups) == [b for b in BREAKDOWNS if b is not SINGLE_VERSE_BY_LENGTH]
+    assert present_breakdowns(groups) == list(BREAKDOWNS)
     coverage, accuracy = BREAKDOWNS[-2:]
     for breakdown in (coverage, accuracy):
         table = markdown_by_bucket(groups, "test", breakdown).splitlines()

@@ -161,19 +161,24 @@ GREEDY_BY_LENGTH = Breakdown("greedy.bleu_by_length", "bleu", "sentences",
                              "Bucket (sentences): the same test sentences decoded greedily (module.test_greedy) "
                              "instead of with the beam, so a beam-search artefact cannot pass for an architecture "
                              "effect.")
-# A test split of joined verses (data=bible with test_segments): the single verses apart, so a long *sentence* is
-# read apart from a long *passage*.
-SINGLE_VERSE_BY_LENGTH = Breakdown("bleu_by_length_single_verse", "bleu", "sentences",
-                                   "BLEU by source length, single verses only", "source sentence length (words)",
-                                   "BLEU", "Bucket (verses): corpus BLEU of the test items that are one verse; the "
-                                   "other items join consecutive verses into one segment.")
-BREAKDOWNS = (BY_LENGTH, GREEDY_BY_LENGTH, SINGLE_VERSE_BY_LENGTH, *BY_STRUCTURE)
+BREAKDOWNS = (BY_LENGTH, GREEDY_BY_LENGTH, *BY_STRUCTURE)
+
+
+def declared_breakdowns(runs: list[Run], split: str) -> list[Breakdown]:
+    """The BLEU-by-length subsets the runs' corpus declared (results.json's "breakdowns", written from the corpus's
+    scoring.subsets), as breakdowns of the report: their titles and notes are the corpus's own."""
+    seen: dict[str, dict] = {}
+    for run in runs:
+        for entry in get_path(run.results, f"{split}.breakdowns") or []:
+            seen.setdefault(entry["key"], entry)
+    return [Breakdown(e["key"], "bleu", "sentences", e["title"], "source sentence length (words)", "BLEU", e["note"])
+            for e in seen.values()]
 
 
 def present_breakdowns(groups: dict[str, list[Run]], split: str = "test") -> list[Breakdown]:
     """The breakdowns some run of `groups` recorded for `split`, in BREAKDOWNS order."""
     runs = [r for members in groups.values() for r in members]
-    return [b for b in BREAKDOWNS if any(b.entries(r, split) for r in runs)]
+    return [b for b in (*BREAKDOWNS, *declared_breakdowns(runs, split)) if any(b.entries(r, split) for r in runs)]
 
 
 def _bucket_names(groups: dict[str, list[Run]], split: str, breakdown: Breakdown) -> list[str]:

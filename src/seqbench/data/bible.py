@@ -61,6 +61,7 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
+from seqbench.common.breakdowns import CorpusScoring, Subset
 from seqbench.common.errors import InputError, is_int
 from seqbench.common.io import atomic_write_text
 from seqbench.common.text import DEFAULT_LENGTH_EDGES, word_count
@@ -376,6 +377,17 @@ class BibleCorpus:
         self.single_verse_min_words = single_verse_min_words
         self.held_out_books = list(held_out_books or [])
         self.wheel_path, self.wheel_sha256 = wheel_path, wheel_sha256
+
+    @property
+    def scoring(self) -> CorpusScoring:
+        """A test split of joined verses (test_segments) is also scored on its single verses apart, so a long
+        *sentence* is read apart from a long *passage*."""
+        if not self.test_segments:
+            return CorpusScoring()
+        return CorpusScoring(subsets=(Subset(
+            "bleu_by_length_single_verse", "verses", 1, "BLEU by source length, single verses only",
+            "Bucket (verses): corpus BLEU of the test items that are one verse; the other items join consecutive "
+            "verses into one segment."),))
 
     # -- identity
     def _options(self) -> dict:

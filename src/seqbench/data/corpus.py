@@ -10,12 +10,13 @@ from pathlib import Path
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
+from seqbench.common.breakdowns import CorpusScoring
 from seqbench.common.errors import ConfigError
 from seqbench.common.io import atomic_path
 from seqbench.common.structure import STRUCTURE_COLUMNS
 from seqbench.data.cache import cached, remove
 from seqbench.data.longrange import generate_long_range_splits
-from seqbench.data.synthetic import GrammarConfig, generate_splits, has_long_range
+from seqbench.data.synthetic import MARKERS, GrammarConfig, generate_splits, has_long_range
 
 SPLITS = ("train", "valid", "test")
 
@@ -40,6 +41,7 @@ class SyntheticCorpus:
             grammar["clause_count_weights"] = tuple(grammar["clause_count_weights"])
         self.config = GrammarConfig(**grammar)
         self.name = f"synthetic-{self.config.cache_key()}"
+        self.scoring = CorpusScoring(markers=MARKERS)  # its dependencies' agreement and reference markers
 
     def load(self, cache_dir: str | Path) -> DatasetDict:
         path = Path(cache_dir) / self.name / "dataset"

@@ -7,6 +7,7 @@ from pathlib import Path
 import lightning as L
 from torch.utils.data import DataLoader
 
+from seqbench.common.breakdowns import CorpusScoring
 from seqbench.common.errors import InputError
 from seqbench.common.text import word_count
 from seqbench.data.batching import TokenBudgetBatchSampler, collate, token_budget_batches
@@ -128,7 +129,7 @@ class Seq2SeqDataModule(L.LightningDataModule):
         """The one object evaluation code gets of a split (valid or test): texts, detokenisation, batches."""
         return EvalSplit(split, self.text[split]["src"], self.text[split]["tgt"], self.encoded[split],
                          self.tokenizers, self.eval_max_tokens, self.max_sentences, self.seed,
-                         self.columns.get(split, {}))
+                         self.columns.get(split, {}), getattr(self.corpus, "scoring", None) or CorpusScoring())
 
     @property
     def vocab_sizes(self) -> tuple[int, int]:

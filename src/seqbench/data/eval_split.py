@@ -10,6 +10,7 @@ from typing import Sequence
 
 import torch
 
+from seqbench.common.breakdowns import CorpusScoring
 from seqbench.data.batching import collate, token_budget_batches
 from seqbench.data.tokenizer import TokenizerPair
 
@@ -40,7 +41,7 @@ class EvalSplit:
     # The corpus's per-pair columns besides the text, aligned with `sources` (the synthetic pair's `clauses`,
     # `max_dependency`, `dependencies`); empty for a corpus without any.
     metadata: dict[str, list] = field(default_factory=dict)
-
+    scoring: CorpusScoring = field(default_factory=CorpusScoring)  # what the corpus adds to its scores
     def __len__(self) -> int:
         return len(self.sources)
 

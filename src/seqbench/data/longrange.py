@@ -20,10 +20,11 @@ construction, so that "a long dependency" does not simply mean "a long sentence"
 from __future__ import annotations
 
 from seqbench.common.errors import ConfigError
-from seqbench.common.structure import ADJ_AGREEMENT, DISTANCE_EDGES
+from seqbench.common.structure import DISTANCE_EDGES
 from seqbench.common.text import length_buckets, word_count
 from seqbench.data.synthetic import (
     _TOPIC,
+    ADJ_AGREEMENT,
     GrammarConfig,
     SentenceGenerator,
     _assemble,

@@ -31,11 +31,18 @@ import random
 from dataclasses import asdict, dataclass, field
 
 from seqbench.common.errors import ConfigError
-from seqbench.common.structure import ADJ_AGREEMENT, VERB_AGREEMENT
 from seqbench.common.text import DEFAULT_LENGTH_EDGES, bucket_index, length_buckets, word_count
 
 # The valid/test strata: the BLEU-by-length buckets, the last one capped (a cap keeps the config hashable as ints)
 LENGTH_BUCKETS = tuple((lo, hi or 10_000) for lo, hi in length_buckets(DEFAULT_LENGTH_EDGES))
+
+# Agreement suffixes indexed by (gender, plural). Adjectives and verbs use different sets.
+ADJ_AGREEMENT = {(0, False): "a", (1, False): "o", (2, False): "u", (0, True): "an", (1, True): "on", (2, True): "un"}
+VERB_AGREEMENT = {(0, False): "ek", (1, False): "ot", (2, False): "ul",
+                  (0, True): "ekta", (1, True): "otta", (2, True): "ulla"}
+# The markers a targeted evaluation looks for, by dependency kind (the corpus's scoring.markers)
+MARKERS = {"agreement": frozenset(VERB_AGREEMENT.values()), "reference": frozenset(ADJ_AGREEMENT.values())}
+
 
 _SRC_ONSETS = "b d f g k l m n p r t v br dr fl gr pl st tr".split()
 _SRC_VOWELS = "a e i o u ea oo".split()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from seqbench.common.breakdowns import CorpusScoring
 from seqbench.common.structure import STRUCTURE_COLUMNS
 from seqbench.common.text import DEFAULT_LENGTH_EDGES, word_count
 from seqbench.common.text import length_buckets as bucket_ranges
@@ -36,15 +37,17 @@ class Evaluator:
         self.bootstrap_samples = bootstrap_samples
 
     def score(self, hypotheses: Sequence[str], references: Sequence[str], sources: Sequence[str] | None = None,
-              baseline: Sequence[str] | None = None, structure: Mapping[str, Sequence] | None = None) -> dict:
+              baseline: Sequence[str] | None = None, structure: Mapping[str, Sequence] | None = None,
+              scoring: CorpusScoring | None = None) -> dict:
         """{"bleu", "bleu_signature", "chrf", "chrf_signature", "n_sentences"}, plus "bleu_by_length" (one entry per
         bucket, seqbench.scoring.metrics.bleu_by_length) when sources are given, plus "baseline" (the baseline's own
         scores) and "significance" (seqbench.scoring.metrics.paired_bootstrap, this system against the baseline) when a
         baseline is given, plus "bleu_by_clauses", "bleu_by_dependency" and "targeted"
-        (seqbench.scoring.targeted.structure_scores) when the sources are given and `structure` holds a structured
-        corpus's per-sentence columns (clauses, max_dependency, dependencies), plus "bleu_by_length_single_verse" (BLEU
-        by length of the items that are one verse) when `structure` has a `verses` column (a Bible test split of joined
-        verses). All sequences hold the same sentences in the same order."""
+        (seqbench.scoring.targeted.structure_scores, with the corpus's `scoring.markers`) when the sources are given
+        and `structure` holds a structured corpus's per-sentence columns (clauses, max_dependency, dependencies), plus
+        one BLEU-by-length entry per subset the corpus declares (`scoring.subsets`, seqbench.common.breakdowns) with
+        "breakdowns" describing them. All sequences hold the same sentences in the same order."""
+        scoring = scoring or CorpusScoring()
         hypotheses, references = list(hypotheses), list(references)
         for name, other in (("references", references), ("sources", sources), ("baseline", baseline)):
             if other is not None and len(other) != len(hypotheses):
@@ -56,14 +59,15 @@ class Evaluator:
         if sources is not None:
             lengths = [word_count(s) for s in sources]
             out["bleu_by_length"] = bleu_by_length(hypotheses, references, lengths, self.length_buckets)
-        if structure is not None and sources is not None and "verses" in structure:  # a test split of joined verses
-            single = [i for i, n in enumerate(structure["verses"]) if n == 1]
-            out["bleu_by_length_single_verse"] = bleu_by_length(
-                [hypotheses[i] for i in single], [references[i] for i in single],
-                [word_count(sources[i]) for i in single], self.length_buckets)
+        for subset in scoring.subsets if structure is not None and sources is not None else ():
+            chosen = [i for i, v in enumerate(structure.get(subset.column, [])) if v == subset.value]
+            out[subset.key] = bleu_by_length([hypotheses[i] for i in chosen], [references[i] for i in chosen],
+                                             [word_count(sources[i]) for i in chosen], self.length_buckets)
+            out.setdefault("breakdowns", []).append(subset.describe())
         if structure is not None and sources is not None and set(STRUCTURE_COLUMNS) <= set(structure):
             out.update(structure_scores(hypotheses, references, list(sources),
-                                        *(structure[c] for c in STRUCTURE_COLUMNS), length_edges=self.length_buckets))
+                                        *(structure[c] for c in STRUCTURE_COLUMNS), markers=scoring.markers,
+                                        length_edges=self.length_buckets))
         if baseline is not None:
             out["baseline"] = self.score(baseline, references, sources)
             out["significance"] = paired_bootstrap(list(baseline), hypotheses, references, self.bootstrap_samples)

@@ -1,8 +1,8 @@
 """Scores by structure rather than by length: BLEU by clause count and by longest dependency, and the targeted scores
 of agreement and reference markers by dependency distance, within sentence length.
 
-Inputs are the per-sentence columns a structured corpus records (the synthetic pair, see
-`seqbench.data.synthetic.SentenceGenerator.pair` and `seqbench.data.longrange`): `clauses`, `max_dependency` and
+Inputs are the per-sentence columns a structured corpus records (its `scoring.markers` give the suffixes its
+dependencies may carry, seqbench.common.breakdowns): `clauses`, `max_dependency` and
 `dependencies`, each dependency with its kind, source distance, the target position of the marked word in the
 reference (`tgt_index`), its stem and expected marker. BLEU goes through `seqbench.scoring.metrics.bleu_by_group`.
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from seqbench.common.structure import DISTANCE_EDGES, MARKERS
+from seqbench.common.structure import DISTANCE_EDGES
 from seqbench.common.text import DEFAULT_LENGTH_EDGES, bucket_index, bucket_label, length_buckets, word_count
 from seqbench.scoring.metrics import bleu_by_group
 
@@ -59,21 +59,23 @@ def align(hypothesis: list[str], reference: list[str]) -> list[int | None]:
     return aligned
 
 
-def marker_of(word: str, stem: str, kind: str) -> str | None:
-    """The marker of `kind` the word ends in, if it is built on `stem` (anything may stand between: a tense marker);
-    None for another word. The longest marker wins (a word ending in "otta" is not read as one ending in "ot")."""
+def marker_of(word: str, stem: str, kind: str, markers: Mapping[str, frozenset[str]]) -> str | None:
+    """The marker of `kind` (one of the corpus's `markers[kind]`) the word ends in, if it is built on `stem`
+    (anything may stand between: a tense marker); None for another word. The longest marker wins (a word ending in
+    "otta" is not read as one ending in "ot")."""
     if not word.startswith(stem):
         return None
-    endings = [m for m in MARKERS[kind] if word.endswith(m) and len(word) - len(m) >= len(stem)]
+    endings = [m for m in markers[kind] if word.endswith(m) and len(word) - len(m) >= len(stem)]
     return max(endings, key=len) if endings else None
 
 
-def judge(hypothesis_words: list[str], alignment: list[int | None], dependency: Mapping) -> tuple[bool, bool]:
+def judge(hypothesis_words: list[str], alignment: list[int | None], dependency: Mapping,
+          markers: Mapping[str, frozenset[str]]) -> tuple[bool, bool]:
     """(covered, correct) of one dependency; correct implies covered."""
     position = alignment[dependency["tgt_index"]] if dependency["tgt_index"] < len(alignment) else None
     if position is None:
         return False, False
-    marker = marker_of(hypothesis_words[position], dependency["stem"], dependency["kind"])
+    marker = marker_of(hypothesis_words[position], dependency["stem"], dependency["kind"], markers)
     return marker is not None, marker == dependency["marker"]
 
 
@@ -93,7 +95,8 @@ class _Tally:
 
 
 def targeted_scores(hypotheses: Sequence[str], references: Sequence[str], sources: Sequence[str],
-                    dependencies: Sequence[Sequence[Mapping]], distance_edges: Sequence[int] = DISTANCE_EDGES,
+                    dependencies: Sequence[Sequence[Mapping]], markers: Mapping[str, frozenset[str]],
+                    distance_edges: Sequence[int] = DISTANCE_EDGES,
                     length_edges: Sequence[int] = DEFAULT_LENGTH_EDGES) -> dict:
     """Coverage and conditional accuracy (percent; see the module docstring) of every recorded dependency.
 
@@ -116,7 +119,7 @@ def targeted_scores(hypotheses: Sequence[str], references: Sequence[str], source
         alignment = align(hyp_words, _words(reference))
         length = bucket_index(word_count(source), length_edges)
         for dep in sentence:
-            covered, correct = judge(hyp_words, alignment, dep)
+            covered, correct = judge(hyp_words, alignment, dep, markers)
             distance = bucket_index(dep["distance"], distance_edges)
             for tally in (overall, kinds.setdefault(dep["kind"], _Tally()), by_distance[distance]):
                 tally.add(covered, correct)
@@ -136,11 +139,12 @@ def targeted_scores(hypotheses: Sequence[str], references: Sequence[str], source
 
 def structure_scores(hypotheses: list[str], references: list[str], sources: list[str], clauses: Sequence[int],
                      max_dependency: Sequence[int], dependencies: Sequence[Sequence[Mapping]],
-                     clause_edges: Sequence[int] = DEFAULT_CLAUSE_EDGES,
+                     markers: Mapping[str, frozenset[str]], clause_edges: Sequence[int] = DEFAULT_CLAUSE_EDGES,
                      distance_edges: Sequence[int] = DISTANCE_EDGES,
                      length_edges: Sequence[int] = DEFAULT_LENGTH_EDGES) -> dict:
     """Everything structural for one evaluated split, from its metadata columns: {"bleu_by_clauses",
     "bleu_by_dependency" (bucketed by each sentence's longest dependency), "targeted" (targeted_scores)}."""
     return {"bleu_by_clauses": bleu_by_group(hypotheses, references, clauses, clause_edges),
             "bleu_by_dependency": bleu_by_group(hypotheses, references, max_dependency, distance_edges),
-            "targeted": targeted_scores(hypotheses, references, sources, dependencies, distance_edges, length_edges)}
+            "targeted": targeted_scores(hypotheses, references, sources, dependencies, markers, distance_edges,
+                                        length_edges)}

@@ -163,7 +163,7 @@ class Seq2SeqModule(L.LightningModule):
             references, sources = [references[i] for i in indices], [sources[i] for i in indices]
         hypotheses = data.detokenize([by_index[i] for i in indices])
         structure = {name: [column[i] for i in indices] for name, column in data.metadata.items()}
-        scores = self.evaluator.score(hypotheses, references, sources, structure=structure)
+        scores = self.evaluator.score(hypotheses, references, sources, structure=structure, scoring=data.scoring)
         for name, value in self.evaluator.metrics(prefix, scores).items():
             self.log(name, value, sync_dist=False, prog_bar=name == f"{prefix}/bleu")
         return SplitEvaluation(scores, hypotheses, references, sources, indices)
