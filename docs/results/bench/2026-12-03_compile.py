@@ -1,11 +1,19 @@
-import torch, time
+# The torch.compile measurement of docs/speed.md: greedy decoding of 100 sentences of exactly 23 tokens, eager against
+# the compiled decode step (dynamic shapes), eager measured again after it to show the host's drift.
+# Run from the repo root with the project installed: python docs/results/bench/2026-12-03_compile.py
+import time
 from dataclasses import replace
-from seqbench.measure.workload import REFERENCE, generated_pairs, decode_batches, build
-from seqbench.measure.speed import decode_speed
+
+import torch
+
 from seqbench.decoding.search import DecodingConfig
+from seqbench.measure.speed import decode_speed
+from seqbench.measure.workload import REFERENCE, build, decode_batches, generated_pairs
+
 torch.set_num_threads(2)
 s = replace(REFERENCE, decode_sentences=100)
-pairs = generated_pairs(s); batches = decode_batches(pairs, s)
+pairs = generated_pairs(s)
+batches = decode_batches(pairs, s)
 m = build(s.models["transformer"], s.vocab_size, 0).eval()
 exact = DecodingConfig(beam_size=1, min_len=23, max_len=23)
 dev = torch.device("cpu")
