@@ -178,10 +178,38 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
     rounds = min(rounds, steps)
     window = timing_batches(batches, steps, rounds)
     warm = [batches[len(window) + i % max(1, len(batches) - len(window))] for i in range(warmup)]
-    to_decode = decode_batches(pairs, setting)
-    rows, decoding, twins = [], [], {}
     models = [(family, family, setting.models[family]) for family in families]
     models += [(f"preset {name}", None, config) for name, config in presets.items()]
+    rows, decoding, twins = _seqbench_rows(models, setting, decode_batches(pairs, setting), warm, device, bf16, log)
+    rows += _baseline_rows(setting, families, warm, device)
+    with tempfile.TemporaryDirectory() as work:
+        if fairseq is not None:
+            from seqbench.measure.fairseq import FairseqRow
+
+            sentences = [pairs[int(i)] for batch in window for i in batch["index"]]
+            rows += [({"name": f"fairseq {family}", "kind": "fairseq", "shape_of": family, "parameters": None,
+                       "twin": family, "memory": {"cpu_rss_peak_mb": None, "cuda_max_allocated_mb": None}},
+                      FairseqRow(fairseq, setting, family, sentences, device, work)) for family in families]
+        windows = _timed_rounds(rows, window, rounds, log)
+    training = _training_records(rows, windows, window, warmup, twins, cached, device)
+    return {"machine": {"device": peaks.device_name(device), "device_type": device.type,
+                        "threads": torch.get_num_threads(), "dtype": "float32", "peaks": cached,
+                        "torch": torch.__version__},
+            "settings": {"warmup_steps": warmup, "timed_steps": steps, "windows": rounds,
+                         "decode_repeats": DECODE_REPEATS, "vocab_size": setting.vocab_size, "pairs": setting.pairs,
+                         "lengths": list(setting.lengths), "max_tokens": setting.max_tokens,
+                         "batches": len(batches), "window_batches": len(window),
+                         "decode_sentences": setting.decode_sentences,
+                         "decode_tokens": setting.decode_tokens, "beam_size": setting.beam_size,
+                         "seed": setting.seed, "optimizer": "AdamW(lr=1e-4)", "label_smoothing": LABEL_SMOOTHING},
+            "training": training, "decoding": decoding}
+
+
+def _seqbench_rows(models, setting: Setting, to_decode, warm, device: torch.device, bf16: bool, log):
+    """Each seqbench model (name, family or None, config): its decoding row, measured now, and its training row,
+    warmed up (timed later in rounds); with `bf16` a twin of each under autocast. Returns the training rows as
+    (record, runner), the decoding rows, and {family or name: model}, whose FLOPs every row of that shape counts."""
+    rows, decoding, twins = [], [], {}
     for name, family, config in models:
         model = build(config, setting.vocab_size, setting.seed)
         twins[family or name] = model
@@ -204,26 +232,32 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
             rows.append(({"name": f"{name} bf16", "kind": "bf16", "shape_of": family or name, "config": config,
                           "parameters": twin.num_parameters(), "memory": runner.warm_up(warm),
                           "twin": family or name}, runner))
+    return rows, decoding, twins
+
+
+def _baseline_rows(setting: Setting, families: list[str], warm, device: torch.device) -> list:
+    """The plain-PyTorch models of the reference families' shapes, warmed up, as (record, runner)."""
+    rows = []
     for name, shape_of, model in baseline_models(setting, families):
         runner = TrainingRow(model, device, seqbench=False)
         rows.append(({"name": name, "kind": "baseline", "shape_of": shape_of,
                       "parameters": sum(p.numel() for p in model.parameters()), "memory": runner.warm_up(warm),
                       "twin": shape_of}, runner))
-    with tempfile.TemporaryDirectory() as work:
-        if fairseq is not None:
-            from seqbench.measure.fairseq import FairseqRow
+    return rows
 
-            sentences = [pairs[int(i)] for batch in window for i in batch["index"]]
-            for family in families:
-                runner = FairseqRow(fairseq, setting, family, sentences, device, work)
-                rows.append(({"name": f"fairseq {family}", "kind": "fairseq", "shape_of": family,
-                              "parameters": None, "twin": family,
-                              "memory": {"cpu_rss_peak_mb": None, "cuda_max_allocated_mb": None}}, runner))
-        windows: dict[str, list[dict]] = {record["name"]: [] for record, _ in rows}
-        for round_ in range(rounds):
-            log(f"training round {round_ + 1} of {rounds}: {', '.join(windows)}")
-            for record, runner in rows:
-                windows[record["name"]].append(runner.window(window))
+
+def _timed_rounds(rows, window, rounds: int, log) -> dict[str, list[dict]]:
+    """Each round times one window of every row in turn, so a drift of the host falls on every row alike."""
+    windows: dict[str, list[dict]] = {record["name"]: [] for record, _ in rows}
+    for round_ in range(rounds):
+        log(f"training round {round_ + 1} of {rounds}: {', '.join(windows)}")
+        for record, runner in rows:
+            windows[record["name"]].append(runner.window(window))
+    return windows
+
+
+def _training_records(rows, windows, window, warmup: int, twins, cached, device: torch.device) -> list[dict]:
+    """Each training row's record: its speed over the rounds, the window's mean lengths, FLOPs and MFU, ratios."""
     sentences = sum(b["src"].size(0) for b in window)
     lengths = {"mean_src_tokens": sum(int(b["src_mask"].sum()) for b in window) / sentences,
                "mean_tgt_tokens": sum(int((b["tgt_out"] != PAD_ID).sum()) for b in window) / sentences}
@@ -237,17 +271,7 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
         dtype = "bfloat16" if record["kind"] == "bf16" else "float32"  # each row's MFU against its own peak
         training.append({**record, **speed, "flops": _flops(twin, speed, cached, device, dtype)})
     add_ratios(training)
-    return {"machine": {"device": peaks.device_name(device), "device_type": device.type,
-                        "threads": torch.get_num_threads(), "dtype": "float32", "peaks": cached,
-                        "torch": torch.__version__},
-            "settings": {"warmup_steps": warmup, "timed_steps": steps, "windows": rounds,
-                         "decode_repeats": DECODE_REPEATS, "vocab_size": setting.vocab_size, "pairs": setting.pairs,
-                         "lengths": list(setting.lengths), "max_tokens": setting.max_tokens,
-                         "batches": len(batches), "window_batches": len(window),
-                         "decode_sentences": setting.decode_sentences,
-                         "decode_tokens": setting.decode_tokens, "beam_size": setting.beam_size,
-                         "seed": setting.seed, "optimizer": "AdamW(lr=1e-4)", "label_smoothing": LABEL_SMOOTHING},
-            "training": training, "decoding": decoding}
+    return training
 
 
 def _ratio(row: dict, other: dict) -> dict:

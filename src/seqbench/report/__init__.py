@@ -105,25 +105,36 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         runs.append(external_run(name, hypotheses, runs[0], split, n_samples))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    every_run = load_runs(paths, completed=False)
-    unfinished = [r for r in every_run if r.status != "completed"]
     groups = group_by_label(runs, split)
+    breakdowns = present_breakdowns(groups, split)
+    figures = _figures(groups, split, breakdowns, targets)
+    for name, fig in figures.items():
+        fig.savefig(out / f"{name}.png", dpi=120)
+    lines = [*_overview(runs, groups, split, n_samples, out), *_breakdown_sections(groups, split, breakdowns),
+             *_length_distance_sections(groups, split, out), *_training_sections(groups, targets, figures),
+             *_run_tables(groups, load_runs(paths, completed=False), split, out)]
+    path = out / "report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _figures(groups, split: str, breakdowns, targets) -> dict:
+    """Every figure the report shows, by file name (without .png)."""
+    return {**{b.name: plot_by_bucket(groups, split, b) for b in breakdowns},
+            "learning_curves": plot_learning_curves(groups), "throughput": plot_throughput(groups, split),
+            **({"bleu_vs_flops": plot_bleu_vs_flops(groups, targets), "headline": plot_headline(groups, split)}
+               if has_compute_curves(groups) else {}),
+            **dict(attention_figures(groups))}
+
+
+def _overview(runs, groups, split: str, n_samples: int, out: Path) -> list[str]:
+    """The title, the summary table with its tests, the warnings about the runs, and every pair's significance."""
     rows = summary_rows(groups, split)
     tests = significance(groups, split, n_samples)
     seed_tests = seed_significance(groups, split)
-
-    breakdowns = present_breakdowns(groups, split)
-    figures = {**{b.name: plot_by_bucket(groups, split, b) for b in breakdowns},
-               "learning_curves": plot_learning_curves(groups), "throughput": plot_throughput(groups, split),
-               **({"bleu_vs_flops": plot_bleu_vs_flops(groups, targets), "headline": plot_headline(groups, split)}
-                  if has_compute_curves(groups) else {}),
-               **dict(attention_figures(groups))}
-    for name, fig in figures.items():
-        fig.savefig(out / f"{name}.png", dpi=120)
-
     best = rows[0]["label"]
     signature = next((r.results[split].get("bleu_signature") for r in runs if split in r.results), "—")
-    lines = [
+    return [
         f"# seqbench comparison ({split} set)", "",
         f"{len(runs)} runs, {len(groups)} models: "
         + ", ".join(f"{r['label']} ({len(r['seeds'])} seed{'s' * (len(r['seeds']) != 1)})" for r in rows) + ".", "",
@@ -150,6 +161,11 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         "families):", "",
         markdown_pairwise([r["label"] for r in rows], tests, n_samples), "",
     ]
+
+
+def _breakdown_sections(groups, split: str, breakdowns) -> list[str]:
+    """One section per breakdown the corpus declares (BLEU by length, ...), with per-bucket tests over seeds."""
+    lines = []
     for b in breakdowns:
         lines += [f"## {b.title}", "", b.note, "", markdown_by_bucket(groups, split, b), "",
                   f"![{b.title}]({b.name}.png)", ""]
@@ -159,6 +175,12 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
                       "permutation p, Holm-adjusted across the pair's buckets, with its floor):", "",
                       markdown_bucket_tests(bucket_tests, list(dict.fromkeys(
                           bucket for pair in bucket_tests.values() for bucket in pair))), ""]
+    return lines
+
+
+def _length_distance_sections(groups, split: str, out: Path) -> list[str]:
+    """Marker accuracy by dependency distance within sentence length (corpora with dependency markers only)."""
+    lines = []
     for kind in ("agreement", "reference"):
         accuracy = length_distance_cells(groups, split, kind, "accuracy")
         if not accuracy:
@@ -175,7 +197,12 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
         for label in accuracy:
             lines += [f"**{label}**", "", markdown_length_distance((accuracy[label], coverage[label])), ""]
         lines += [f"![{kind} by distance within length]({name}.png)", ""]
-    lines += [
+    return lines
+
+
+def _training_sections(groups, targets, figures: dict) -> list[str]:
+    """Learning curves and throughput; compute to a target BLEU where runs recorded FLOPs; attention maps."""
+    lines = [
         "## Training", "",
         "![Validation BLEU during training](learning_curves.png)", "",
         "![Throughput, MFU and memory](throughput.png)", "",
@@ -197,13 +224,19 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     attention = [name for name in figures if name.startswith("attention_")]
     if attention:
         lines += ["## Attention", ""] + [f"![{name}]({name}.png)" for name in attention] + [""]
-    lines += ["## Runs", "", "| model | seed | updates | test BLEU | directory |", "|---|---|---|---|---|"]
+    return lines
+
+
+def _run_tables(groups, every_run, split: str, out: Path) -> list[str]:
+    """Every run of the tables with its directory, then the runs left out because they did not complete."""
+    lines = ["## Runs", "", "| model | seed | updates | test BLEU | directory |", "|---|---|---|---|---|"]
     for label, members in groups.items():
         for run in members:
             bleu = run.results.get(split, {}).get("bleu")
             seed = "—" if run.seed is None else run.seed
             lines.append(f"| {label} | {seed} | {_updates(run)} | {'—' if bleu is None else f'{bleu:.2f}'} | "
                          f"{_from(out, run.path)} |")
+    unfinished = [r for r in every_run if r.status != "completed"]
     if unfinished:
         lines += ["", "## Runs that did not complete", "",
                   "Left out of every table and plot above. `interrupted`: rerun with `hydra.run.dir=<directory>` to "
@@ -214,6 +247,4 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
             reason = str(r.get("error", "")).replace("|", "\\|")
             lines.append(f"| {r.get('label', '—')} | {run.seed} | {run.status} | {r.get('phase', '—')} | "
                          f"{'—' if r.get('step') is None else r['step']} | {reason} | {_from(out, run.path)} |")
-    path = out / "report.md"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return lines

@@ -174,49 +174,14 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
 
     import optuna
 
-    config = spec.load(path)
-    spec.searched(config)  # every parameter translatable, before anything runs
-    if "program" not in config:
-        raise spec.SweepError(f"{path}: set program (e.g. train.py): the script every trial runs")
-    program = Path(str(config["program"]))
-    if not program.is_file():
-        raise spec.SweepError(f"program {program}: not found in {Path.cwd()} (run the sweep where `wandb agent` "
-                              "would run it: the repository root)")
-    metric = config.get("metric", {}).get("name")
-    if metric != METRIC:
-        raise spec.SweepError(f"metric.name={metric!r}: local sweeps optimise {METRIC} (results.json's valid BLEU, "
-                              "with csv/metrics.csv's validations for early termination)")
-    limits = [n for n in (count, config.get("run_cap"), spec.grid_size(config)) if n is not None]
-    if not limits:
-        raise spec.SweepError(f"{path}: set run_cap in the file or pass --count (a {config['method']} search over "
-                              "continuous values never ends by itself)")
-    total = min(limits)
+    config, total = _checked_sweep(path, count)
     sweep_dir = Path(out) if out else default_sweep_dir(config)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     previous, previous_seconds = recorded_trials(sweep_dir, config, seed)
     (sweep_dir / "sweep.yaml").write_text(Path(path).read_text(encoding="utf-8"), encoding="utf-8")
-
-    optuna.logging.set_verbosity(optuna.logging.ERROR)  # the runner prints its own line per trial
-    study = optuna.create_study(direction=spec.direction(config), sampler=spec.sampler(config, seed),
-                                pruner=spec.pruner(config), study_name=config.get("name"))
-    if config["method"] == "grid":
-        for point in spec.grid_points(config)[:total]:
-            study.enqueue_trial(point)
-    env = dict(os.environ if env is None else env)
-    threads = max(1, usable_cores() // parallel)
-    if parallel > 1:
-        env["OMP_NUM_THREADS"] = str(threads)  # each trial's share of the cores (`threads: null` follows it)
-    running = {"parallel": parallel, "threads_per_trial": int(env["OMP_NUM_THREADS"]) if "OMP_NUM_THREADS" in env
-               else None}
-    trials: list[Trial] = []
-    unfinished = []  # (trial, params) of the gaps: trials still running when the sweep stopped, asked again in order
-    by_number = {t.number: t for t in previous}
-    for number in range(max(by_number, default=-1) + 1):
-        if number in by_number:
-            trials.append(replay(study, config, by_number[number]))
-        else:
-            trial = study.ask()
-            unfinished.append((trial, spec.suggest(trial, config)))
+    study = _study(config, seed, total)
+    env, running = _trial_environment(env, parallel)
+    trials, unfinished = _replayed(study, config, previous)
     started = time.perf_counter() - previous_seconds
     if trials or unfinished:
         print(f"resuming: {len(trials)} trials recorded in {sweep_dir}, {len(unfinished)} to finish, "
@@ -266,6 +231,63 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     if reached:
         print(f"metric target {config['metric']['target']} reached: sweep finished", flush=True)
     return sweep_dir
+
+
+def _checked_sweep(path: str | Path, count: int | None) -> tuple[dict, int]:
+    """The sweep file, checked before anything runs, and the number of trials to run."""
+    config = spec.load(path)
+    spec.searched(config)  # every parameter translatable
+    if "program" not in config:
+        raise spec.SweepError(f"{path}: set program (e.g. train.py): the script every trial runs")
+    program = Path(str(config["program"]))
+    if not program.is_file():
+        raise spec.SweepError(f"program {program}: not found in {Path.cwd()} (run the sweep where `wandb agent` "
+                              "would run it: the repository root)")
+    metric = config.get("metric", {}).get("name")
+    if metric != METRIC:
+        raise spec.SweepError(f"metric.name={metric!r}: local sweeps optimise {METRIC} (results.json's valid BLEU, "
+                              "with csv/metrics.csv's validations for early termination)")
+    limits = [n for n in (count, config.get("run_cap"), spec.grid_size(config)) if n is not None]
+    if not limits:
+        raise spec.SweepError(f"{path}: set run_cap in the file or pass --count (a {config['method']} search over "
+                              "continuous values never ends by itself)")
+    return config, min(limits)
+
+
+def _study(config: dict, seed: int | None, total: int):
+    """The Optuna study that proposes the trials (a grid enqueued in order)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # the runner prints its own line per trial
+    study = optuna.create_study(direction=spec.direction(config), sampler=spec.sampler(config, seed),
+                                pruner=spec.pruner(config), study_name=config.get("name"))
+    if config["method"] == "grid":
+        for point in spec.grid_points(config)[:total]:
+            study.enqueue_trial(point)
+    return study
+
+
+def _trial_environment(env: dict[str, str] | None, parallel: int) -> tuple[dict[str, str], dict]:
+    """The trials' environment (each trial's share of the cores when several run) and how they run, for the summary."""
+    env = dict(os.environ if env is None else env)
+    if parallel > 1:
+        env["OMP_NUM_THREADS"] = str(max(1, usable_cores() // parallel))  # `threads: null` follows it
+    return env, {"parallel": parallel,
+                 "threads_per_trial": int(env["OMP_NUM_THREADS"]) if "OMP_NUM_THREADS" in env else None}
+
+
+def _replayed(study, config: dict, previous: list[Trial]) -> tuple[list[Trial], list]:
+    """A resumed sweep: the recorded trials told to the study in order, and the gaps (trials still running when the
+    sweep stopped) asked again in order, as (trial, params), so the study proposes what an uninterrupted one would."""
+    trials, unfinished = [], []
+    by_number = {t.number: t for t in previous}
+    for number in range(max(by_number, default=-1) + 1):
+        if number in by_number:
+            trials.append(replay(study, config, by_number[number]))
+        else:
+            trial = study.ask()
+            unfinished.append((trial, spec.suggest(trial, config)))
+    return trials, unfinished
 
 
 @contextlib.contextmanager
