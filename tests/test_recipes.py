@@ -1,0 +1,42 @@
+"""conf/recipe/: every model preset names its training recipe in a file of its own (train.yaml's `recipe: ${model}`),
+so a recipe is never picked, or skipped, by a preset's name alone."""
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+
+from seqbench.config.compose import CONF_DIR
+
+from conftest import compose_train, seqbench_cli
+
+MODELS = sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
+DEFAULTS = OmegaConf.load(CONF_DIR / "train.yaml")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_model_preset_has_a_recipe_file(model):
+    assert (CONF_DIR / "recipe" / f"{model}.yaml").is_file(), f"conf/recipe/{model}.yaml is missing"
+    cfg = compose_train([f"model={model}"], hydra_config=True)
+    assert cfg.hydra.runtime.choices["recipe"] == model
+
+
+def test_a_searched_recipe_sets_the_training_and_none_keeps_train_yaml():
+    searched = OmegaConf.load(CONF_DIR / "recipe" / "equal_search" / "cnn.yaml")
+    cnn = compose_train(["model=cnn"])
+    assert cnn.optimizer.lr == searched.optimizer.lr != DEFAULTS.get("optimizer", {}).get("lr")
+    plain = compose_train(["model=cnn", "recipe=none"])
+    assert plain.scheduler.kind == DEFAULTS.scheduler.kind
+    assert plain.optimizer.lr != searched.optimizer.lr
+    rnn = compose_train(["model=rnn"])  # no searched recipe: its file says so, and the defaults apply
+    assert rnn.scheduler.kind == DEFAULTS.scheduler.kind and rnn.scheduler.warmup_steps == DEFAULTS.scheduler.warmup_steps
+
+
+def test_a_model_preset_without_a_recipe_file_is_one_error_line(tmp_path, capsys):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "mine.yaml").write_text("defaults:\n  - transformer\nname: mine\n")
+    status, out, err = seqbench_cli(["train", f"hydra.searchpath=[file://{tmp_path}]", "model=mine",
+                                     f"hydra.run.dir={tmp_path / 'run'}"], capsys)
+    assert status != 0
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "recipe" in lines[0] and "mine" in lines[0], err
+    assert not (tmp_path / "run" / "checkpoints").exists()
