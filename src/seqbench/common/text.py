@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Sequence
 
 # Upper edges (source words) of the BLEU-by-length buckets 1-10, 11-20, ..., 51-60, 61+: the range of Bahdanau et
-# al.'s Fig. 2, and the strata of the synthetic corpus's valid/test splits.
+# al.'s Fig. 2, which corpora may also stratify their evaluation splits by.
 DEFAULT_LENGTH_EDGES = (10, 20, 30, 40, 50, 60)
 
 
