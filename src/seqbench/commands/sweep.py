@@ -34,11 +34,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        import optuna  # noqa: F401 - the search library, an optional extra
-    except ImportError:
-        raise InputError("local sweeps need Optuna: pip install 'seqbench[optuna]'") from None
     from seqbench.sweep import halving
+    from seqbench.sweep.spec import require_optuna
+
+    require_optuna()
     from seqbench.sweep.runner import default_sweep_dir, run_sweep
 
     try:

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from seqbench.common.errors import ConfigError
+from seqbench.common.errors import ConfigError, InputError
 
 SCHEMA_PATH = Path(__file__).with_name("wandb_sweep_schema.json")
 
@@ -35,6 +35,14 @@ SCHEMA_PATH = Path(__file__).with_name("wandb_sweep_schema.json")
 class SweepError(ConfigError):
     """A sweep file W&B would reject, or one this runner cannot translate faithfully: one line, exit status 2."""
 
+
+
+def require_optuna() -> None:
+    """Local sweeps and searches propose and prune with Optuna, an optional extra: one line when it is missing."""
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        raise InputError("local sweeps need Optuna: pip install 'seqbench[optuna]'") from None
 
 def load(path: str | Path) -> dict:
     """The sweep file as a dict, checked against W&B's schema."""
