@@ -32,7 +32,7 @@ def bench(tmp_path, capsys, monkeypatch, *args):
 
 def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
     status, stdout, stderr = bench(tmp_path, capsys, monkeypatch, "--tiny", "--threads", "1", "--preset",
-                                   "transformer", "--decode-tokens", "9")
+                                   "transformer", "--decode-tokens", "9", "--vocab-size", "120")
     assert status == 0, stderr[-3000:]
     runs = list((tmp_path / "outputs" / "bench").iterdir())  # a run directory of its own, named by the time
     assert len(runs) == 1 and f"results: outputs/bench/{runs[0].name}/" in stdout
@@ -40,6 +40,7 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
     result = json.loads((runs[0] / "bench.json").read_text())
     assert (runs[0] / "bench.md").read_text().strip() in stdout
     assert result["machine"]["threads"] == 1 and result["machine"]["device_type"] == "cpu"
+    assert result["settings"]["vocab_size"] == 120 and result["settings"]["decode_tokens"] == 9
     peak = result["machine"]["peaks"]["float32"]
     assert peak["source"] == "measured now" and peak["flops_per_s"] > 0 and peak["threads"] == 1
     assert not (tmp_path / "cache").exists()  # toy shapes never write the machine's peak cache
@@ -98,6 +99,7 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
     (["--families", "transformer,gru"], "--families"),
     (["--force"], "--measure-peak"),
     (["--decode-tokens", "0"], "--decode-tokens=0: must be a positive integer"),
+    (["--vocab-size", "5"], "--vocab-size=5: must be at least 8"),
     (["--measure-peak"], "not with --tiny"),
     (["--fairseq", "/nonexistent"], "no fairseq-preprocess there"),
 ])

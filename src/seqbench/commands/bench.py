@@ -2,8 +2,7 @@
 and (when installed) fairseq; what it measures and how: seqbench.measure.bench.
 
     seqbench bench [--families transformer,rnn,cnn] [--preset NAME ...] [--threads N] [--steps N] [--rounds N]
-                   [--warmup N]
-                   [--decode-tokens N] [--fairseq VENV] [--out DIR] [--tiny]
+                   [--warmup N] [--decode-tokens N] [--vocab-size N] [--fairseq VENV] [--bf16] [--out DIR] [--tiny]
     seqbench bench --measure-peak [--force] [--threads N]
     seqbench bench --gpu-check [--tiny] [--out DIR]      (seqbench.measure.gpu_check)
 
@@ -24,7 +23,7 @@ import torch
 
 from seqbench.commands.cli import ArgumentParser
 from seqbench.common.io import atomic_write_text
-from seqbench.config.compose import CONF_DIR, compose
+from seqbench.config.compose import compose
 from seqbench.measure import peaks
 from seqbench.measure.bench import run_bench
 from seqbench.measure.workload import FAMILIES, REFERENCE, TINY
@@ -36,12 +35,10 @@ def preset_config(name: str) -> dict:
     """conf/model/<name>.yaml as Hydra composes it for `python train.py model=<name>`, checked by its family."""
     from omegaconf import OmegaConf
 
-    from seqbench.config.arguments import check_group_choices
-    from seqbench.models.interface import family_of
+    from seqbench.config.checks import check_model
 
-    check_group_choices([f"model={name}"], str(CONF_DIR))
-    config = OmegaConf.to_container(compose([f"model={name}"]).model, resolve=True)
-    family_of(config).validate_config(config)
+    config = OmegaConf.to_container(compose([f"model={name}"]).model, resolve=True)  # Hydra: no such preset
+    check_model(config)
     return config
 
 
@@ -61,6 +58,9 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--decode-tokens", type=int, metavar="N",
                         help="tokens every decoded hypothesis is forced to (default 23, as peers are benchmarked; "
                              "longer hypotheses show the cache's gain growing with length)")
+    parser.add_argument("--vocab-size", type=int, metavar="N",
+                        help="source and target vocabulary of the generated sentences (default 8000; 1000 shows the "
+                             "per-step decoding cost outside the output projection)")
     parser.add_argument("--fairseq", metavar="VENV", help="a virtual environment with fairseq 0.12.2: fairseq rows "
                                                           "train the same families on the same data")
     parser.add_argument("--bf16", action="store_true", help="also train and decode every seqbench model with bf16 "
@@ -89,6 +89,8 @@ def parse_args(argv: list[str] | None):
     for key in ("threads", "steps", "decode_tokens", "rounds"):
         if getattr(args, key) is not None and getattr(args, key) < 1:
             parser.error(f"--{key.replace('_', '-')}={getattr(args, key)}: must be a positive integer")
+    if args.vocab_size is not None and args.vocab_size < 8:
+        parser.error(f"--vocab-size={args.vocab_size}: must be at least 8 (4 ids are special)")
     if args.warmup is not None and args.warmup < 0:
         parser.error(f"--warmup={args.warmup}: must be >= 0")
     args.steps = args.steps or (4 if args.tiny else 40)
@@ -104,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     setting = TINY if args.tiny else REFERENCE
     if args.decode_tokens:
         setting = replace(setting, decode_tokens=args.decode_tokens)
+    if args.vocab_size:
+        setting = replace(setting, vocab_size=args.vocab_size)
     cache_dir = None if args.tiny else compose([]).paths.cache_dir  # the cache every run uses; none for toy shapes
     if args.measure_peak:
         measured = peaks.cached_peaks(device, cache_dir, max(3.0, peaks.MIN_SECONDS), force=args.force)
@@ -121,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nresults: {out}/ (gpu_check.json; the runs in train/ and ddp/)")
         return 0
     presets = {name: preset_config(name) for name in args.preset}  # a bad name fails before any work
+    if args.fairseq is not None:
+        from seqbench.measure.fairseq import check_installed
+
+        check_installed(args.fairseq)
     started = time.perf_counter()
     result = run_bench(setting, args.families, presets, args.warmup, args.steps, device, cache_dir,
                        log=lambda message: print(message, file=sys.stderr, flush=True), fairseq=args.fairseq,

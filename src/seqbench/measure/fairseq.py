@@ -34,6 +34,12 @@ def _tool(venv: str | Path, name: str) -> Path:
     return path
 
 
+def check_installed(venv: str | Path) -> None:
+    """The tools the fairseq rows run, checked before the bench measures anything (one line when one is missing)."""
+    for name in ("fairseq-preprocess", "fairseq-train"):
+        _tool(venv, name)
+
+
 def architecture(family: str, config: dict) -> list[str]:
     """fairseq-train's arguments for the reference model of a family."""
     dropout = ["--dropout", str(config.get("dropout", 0.1))]
