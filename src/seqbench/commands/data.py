@@ -3,8 +3,9 @@
     seqbench data describe data=bible data.corpus.pair=en-fr
 
 Composes conf/train.yaml with the given Hydra overrides, builds the data module (the cached corpus, the length
-filters, the BPE tokenizers: built and cached if missing) and prints pairs per split, length histograms in words by
-bucket (1-10, ..., 61+) for source and target, and vocabulary sizes. `--json` prints the same as JSON.
+filters, the BPE tokenizers: built and cached if missing) and prints what seqbench.data.describe reports: pairs per
+split, length histograms in words by bucket (1-10, ..., 61+) for source and target, and vocabulary sizes. `--json`
+prints the same as JSON.
 """
 from __future__ import annotations
 
@@ -13,29 +14,6 @@ import json
 
 from seqbench.commands.cli import ArgumentParser
 from seqbench.config.compose import compose
-
-
-def describe(datamodule) -> dict:
-    from seqbench.data.corpus import SPLITS
-    from seqbench.data.stats import length_histogram, length_summary
-
-    tokenizers = datamodule.tokenizers
-    train = datamodule.text["train"]
-    report = {"corpus": datamodule.corpus.name, "splits": {}, "vocabulary": {
-        "word_types": {"src": len({w for s in train["src"] for w in s.split()}),
-                       "tgt": len({w for s in train["tgt"] for w in s.split()})},
-        "bpe": {"src": tokenizers.src_vocab_size, "tgt": tokenizers.tgt_vocab_size, "shared": tokenizers.shared}}}
-    for split in SPLITS:
-        text, encoded = datamodule.text[split], datamodule.encoded.get(split)
-        entry = {"pairs": len(text["src"]), "before_length_filters": datamodule.raw_sizes.get(split, len(text["src"])),
-                 "removed_by_length_filters": datamodule.filter_counts.get(split, 0)}
-        for side in ("src", "tgt"):
-            entry[side] = {"words": length_summary(text[side]), "buckets": length_histogram(text[side])}
-            if encoded is not None:
-                ids = encoded.src_ids if side == "src" else encoded.tgt_ids
-                entry[side]["bpe_tokens_mean"] = round(sum(map(len, ids)) / max(1, len(ids)), 2)
-        report["splits"][split] = entry
-    return report
 
 
 def print_report(report: dict) -> None:
@@ -90,9 +68,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from hydra.utils import instantiate
 
-    datamodule = instantiate(compose(overrides).data)
-    datamodule.prepare_data()
-    report = describe(datamodule)
+    from seqbench.data.describe import describe
+
+    report = describe(instantiate(compose(overrides).data))
     if as_json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
