@@ -28,7 +28,8 @@ def test_a_searched_recipe_sets_the_training_and_none_keeps_train_yaml():
     assert plain.scheduler.kind == DEFAULTS.scheduler.kind
     assert plain.optimizer.lr != searched.optimizer.lr
     rnn = compose_train(["model=rnn"])  # no searched recipe: its file says so, and the defaults apply
-    assert rnn.scheduler.kind == DEFAULTS.scheduler.kind and rnn.scheduler.warmup_steps == DEFAULTS.scheduler.warmup_steps
+    assert rnn.scheduler.kind == DEFAULTS.scheduler.kind
+    assert rnn.scheduler.warmup_steps == DEFAULTS.scheduler.warmup_steps
 
 
 def test_a_model_preset_without_a_recipe_file_is_one_error_line(tmp_path, capsys):
