@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from seqbench.config.composed import validate
+from seqbench.config.checks import validate
 from seqbench.sweep import halving, space
 from seqbench.sweep.spec import SweepError
 
@@ -91,6 +91,25 @@ def test_each_rung_promotes_its_best_half_failed_jobs_last_ties_to_the_lower_ind
     state = halving.progress(config, "a", records)
     assert state["pending"] == [] and state["chosen"]["index"] == 7  # mean 53 against 50: the best mean, not the
     assert state["chosen"]["scores"] == [50.0, 56.0]                  # best single run
+
+
+def test_levelling_is_the_expected_best_of_k_configurations_per_finished_rung():
+    config = TINY_SEARCH
+    scores = {(0, 10): 5.0, (1, 10): None, (2, 10): 9.0, (3, 10): 7.0, (4, 10): 7.0, (5, 10): 1.0, (6, 10): 0.0,
+              (7, 10): 8.0}
+    records = _records(config, "a", scores)
+    (rung,) = halving.levelling(config, "a", records)  # rung 1 not in yet: only rung 0
+    assert rung["updates_spent"] == 8 * 10 and rung["best"] == 9.0 and list(rung["expected_best"]) == [1, 2, 4, 8]
+    # k = 1: the mean trial, the failed one counted as 0; k = 2: the mean of max(a, b) over all 64 ordered pairs
+    assert rung["expected_best"][1] == pytest.approx(37 / 8)
+    values = [5, 0, 9, 7, 7, 1, 0, 8]
+    assert rung["expected_best"][2] == pytest.approx(sum(max(a, b) for a in values for b in values) / 64)
+    assert rung["expected_best"][8] < 9.0
+    records |= _records(config, "a", {(2, 30): 20.0, (7, 30): 30.0, (3, 30): 10.0, (4, 30): None})
+    rungs = halving.levelling(config, "a", records)
+    assert [r["updates_spent"] for r in rungs] == [80, 80 + 4 * 20] and rungs[1]["best"] == 30.0
+    text = "\n".join(halving._levelling_table(rungs))
+    assert "| 30 | 160 | 1: 15.00, 2: 21.25, 4: 26.17 | 30.00 |" in text
 
 
 def test_families_interleave_and_a_family_waits_for_its_whole_rung():

@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from seqbench.analysis.seeds import spread
+from seqbench.analysis.tuning import expected_best
 from seqbench.common.errors import ConfigError
 from seqbench.rundir.layout import RunDir
 from seqbench.rundir.results import read_results
@@ -344,6 +345,7 @@ def write_summary(sweep_dir: Path, config: dict, seed: int, configurations: dict
         jobs = [asdict(r) for key, r in records.items() if key.startswith(f"{family}/")]
         families[family] = {"configurations": [{"index": i, "params": p} for i, p in enumerate(configurations[family])],
                             "rungs": state["rungs"], "finalists": state["finalists"], "chosen": state["chosen"],
+                            "levelling": levelling(config, family, records),
                             "updates_spent": sum(_spent(config, r) for r in records.values()
                                                  if r.key.startswith(f"{family}/")),
                             "jobs": jobs}
@@ -363,6 +365,25 @@ def _spent(config: dict, record: Record) -> int:
     rungs = config["rungs"]
     steps = int(steps)
     return steps - max([0, *(r for r in rungs if r < steps)]) if stage == "search" else steps
+
+
+def levelling(config: dict, family: str, records: dict[str, Record]) -> list[dict]:
+    """Whether each finished rung of a family's search levelled off (Dodge et al. 2019, by updates): per rung, the
+    updates the search had spent when the rung was complete and the expected best validation score of k of the
+    rung's configurations (k = 1, a quarter, a half, all; failed jobs score 0), so E[best of n/2] close to
+    E[best of n] says more configurations at that rung would have found little more."""
+    out, spent = [], 0
+    for rung in progress(config, family, records)["rungs"]:
+        if not rung["complete"]:
+            break
+        keys = [Job(family, "search", i, rung["steps"], config["constants"]["seed"]).key
+                for i in rung["configurations"]]
+        spent += sum(_spent(config, records[key]) for key in keys)
+        scores = [max(_score(records[key]), 0.0) for key in keys]
+        ks = sorted({1, max(1, len(scores) // 4), max(1, len(scores) // 2), len(scores)})
+        out.append({"steps": rung["steps"], "updates_spent": spent, "configurations": len(scores),
+                    "expected_best": {k: expected_best(scores, k)[0] for k in ks}, "best": max(scores)})
+    return out
 
 
 def summary_markdown(summary: dict) -> str:
@@ -387,6 +408,7 @@ def summary_markdown(summary: dict) -> str:
             top = min(scored, key=lambda pair: (-pair[0], pair[1])) if scored else None  # the promotion's order
             best = f"{top[0]:.2f} ({top[1]})" if top else "—"
             lines.append(f"| {rung['steps']:,} | {len(rung['configurations'])} | {done} | {best} |")
+        lines += _levelling_table(state.get("levelling", []))
         if state["chosen"]:
             lines += ["", "| finalist | " + " | ".join(f"seed {s}" for s in config["confirm"]["seeds"])
                       + " | mean ± 95% CI | recipe |", "|---|" + "---|" * (len(config["confirm"]["seeds"]) + 2)]
@@ -399,3 +421,15 @@ def summary_markdown(summary: dict) -> str:
                              + ", ".join(f"{k}={v}" for k, v in params.items()) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _levelling_table(rungs: list[dict]) -> list[str]:
+    if not rungs:
+        return []
+    lines = ["", "Did the search level off? Expected best validation BLEU of k of a rung's configurations (Dodge et "
+             "al. 2019; failed jobs 0), with the updates spent when the rung was complete:", "",
+             "| rung (updates) | updates spent | E[best of k] (k = 1, n/4, n/2, n) | best |", "|---|---|---|---|"]
+    for rung in rungs:
+        cells = ", ".join(f"{k}: {value:.2f}" for k, value in rung["expected_best"].items())
+        lines.append(f"| {rung['steps']:,} | {rung['updates_spent']:,} | {cells} | {rung['best']:.2f} |")
+    return lines
