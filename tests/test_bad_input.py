@@ -218,7 +218,7 @@ def test_a_real_bug_keeps_its_traceback(tmp_path, monkeypatch, capsys):
 
 
 def test_valid_edge_values_pass():
-    from seqbench.config.composed import validate
+    from seqbench.config.checks import validate
 
     overrides = ["trainer.max_epochs=-1", "trainer.max_steps=-1", "trainer.max_time=null", "seed=0",
                  "trainer.limit_val_batches=5", "+trainer.limit_train_batches=0.5", "trainer.devices=auto",
@@ -239,3 +239,26 @@ def test_every_commands_argument_errors_are_one_line(argv, capsys):
     assert status == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith(f"error: seqbench {argv[0]}: "), err
     assert f"(see seqbench {argv[0]} --help)" in err
+
+
+def test_lightnings_values_are_lightnings_own(tmp_path):
+    """An argument Lightning types as a Literal (trainer.precision) is checked against that type: every value it
+    declares passes, nothing is copied. trainer.profiler is typed `str`, so its names are a list in the checks:
+    Lightning's Trainer takes each of them."""
+    import inspect
+    import typing
+
+    from lightning.pytorch import Trainer
+    from omegaconf import OmegaConf
+
+    from seqbench.config.checks import LIGHTNING_PROFILERS, check_targets
+
+    cfg = compose_train([])
+    declared = inspect.signature(Trainer, eval_str=True).parameters["precision"].annotation
+    values = [v for member in typing.get_args(declared) for v in typing.get_args(member)]
+    assert "bf16-mixed" in values and 32 in values
+    for value in values:
+        check_targets(OmegaConf.merge(cfg, {"trainer": {"precision": value}}))
+    for name in LIGHTNING_PROFILERS:
+        Trainer(profiler=name, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path)

@@ -153,7 +153,7 @@ def _compose(preset: str):
 
 @pytest.mark.parametrize("preset", ["cnn", "convs2s_wmt_en_de"])
 def test_presets_compose_validate_and_instantiate(preset):
-    from seqbench.config.composed import validate
+    from seqbench.config.checks import validate
     from seqbench.models.interface import build_model
 
     cfg = _compose(preset)

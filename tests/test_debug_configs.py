@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from seqbench.config.checks import validate
 from seqbench.config.compose import CONF_DIR
-from seqbench.config.composed import validate
 from seqbench.rundir.layout import RunDir
 
 from conftest import TINY, TINY_MODELS, compose_train, train_in_process

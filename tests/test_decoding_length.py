@@ -74,7 +74,7 @@ def test_length_limits_min_len_wins_over_a_smaller_limit():
 ])
 def test_config_check_rejects_bad_lengths(overrides, key):
     from seqbench.common.errors import ConfigError
-    from seqbench.config.composed import validate
+    from seqbench.config.checks import validate
 
     from conftest import compose_train
 

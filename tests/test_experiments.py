@@ -7,8 +7,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
+from seqbench.config.checks import validate
 from seqbench.config.compose import CONF_DIR
-from seqbench.config.composed import validate
 from seqbench.models.sizing import TOLERANCE
 
 from conftest import compose_train

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from seqbench.commands import COMMANDS
-from seqbench.config.composed import validate
+from seqbench.config.checks import validate
 
 from conftest import compose_train
 

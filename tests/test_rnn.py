@@ -148,7 +148,7 @@ def test_flops_per_token_grows_with_source_length():
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_preset_composes_and_instantiates(preset):
-    from seqbench.config.composed import validate
+    from seqbench.config.checks import validate
     from seqbench.models.interface import build_model
 
     cfg = compose_train([f"model={preset}"])

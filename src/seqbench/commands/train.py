@@ -1,11 +1,11 @@
 """`seqbench train [Hydra overrides]` (and `python train.py ...`): train, evaluate and record one run, or a multirun.
 
-Composition lives in the top-level conf/ (seqbench.config.compose.CONF_DIR), the work in seqbench.training.run; this
-module turns how a run ends into one line and an exit status: 0 completed; 2 a bad config or input, the project's,
-Hydra's or Lightning's alike (before anything runs); 1 diverged or failed; 128 + the signal number when SIGTERM/SIGINT
-interrupted it (rerun with the same hydra.run.dir to resume). In a multirun a job that fails is recorded
-(results.json "status": "failed" in its directory) and the sweep goes on; the sweep then exits 1, naming the failed
-jobs.
+Composition lives in the top-level conf/ (seqbench.config.compose.CONF_DIR), whether a config may run in
+seqbench.config.checks, the work in seqbench.training.run; this module turns how a run ends into one line and an exit
+status: 0 completed; 2 a bad config or input, the project's, Hydra's or Lightning's alike (before anything runs); 1
+diverged or failed; 128 + the signal number when SIGTERM/SIGINT interrupted it (rerun with the same hydra.run.dir to
+resume). In a multirun a job that fails is recorded (results.json "status": "failed" in its directory) and the sweep
+goes on; the sweep then exits 1, naming the failed jobs.
 """
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ import sys
 from typing import Sequence
 
 import hydra
+from hydra.errors import MissingConfigException
 from omegaconf import DictConfig
 
 from seqbench.commands.cli import composition_done, exit_if_user_error
 from seqbench.common.errors import user_error
-from seqbench.config.arguments import check_group_choices
-from seqbench.config.compose import CONF_DIR, CONFIG_NAME
+from seqbench.config.checks import check_group_overrides
+from seqbench.config.compose import CONF_DIR, CONFIG_NAME, missing_config
 from seqbench.config.resolvers import register_resolvers
 
 log = logging.getLogger("train")
@@ -63,11 +64,14 @@ def task(cfg: DictConfig) -> float | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Hydra reads its overrides from sys.argv: `argv` (default: the process's own) is put there first."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    check_group_choices(argv, str(CONF_DIR))  # a mistyped group choice: one line, before Hydra composes
+    check_group_overrides(argv)  # group overrides Hydra does not report in a way one line is made of (see there)
     register_resolvers()
     FAILED_JOBS.clear()
     sys.argv = [sys.argv[0], *argv]
-    task()
+    try:
+        task()  # the config is checked in each job, first thing (seqbench.config.checks.validate)
+    except MissingConfigException as error:  # a group choice with no config: one line naming the group's configs
+        raise missing_config(error) from error
     if FAILED_JOBS:
         print(f"error: {len(FAILED_JOBS)} job(s) of the multirun failed (results.json \"status\": \"failed\"):",
               *FAILED_JOBS, sep="\n  ", file=sys.stderr)

@@ -3,7 +3,8 @@
 `ConfigError`: a bad config value, found before any data or model is built. `InputError`: a bad file, corpus or
 checkpoint, found when it is read. `require`/`positive_int`/`choice`/`probability` are the checks each model class's
 `validate_config` uses, so messages read the same everywhere: `<key>=<value>: <what is allowed>`. `one_line` tells a
-mistake in the user's input (ours, Hydra's or Lightning's) from a bug and words it as one line.
+mistake in the user's input (ours, Hydra's or Lightning's) from a bug and words it as one line; whether a config is
+valid is decided elsewhere, in seqbench.config.checks.
 """
 from __future__ import annotations
 
@@ -115,7 +116,13 @@ def _unknown_key(error) -> str | None:
 
 def one_line(error: BaseException, before_task: bool = False) -> str | None:
     """The one-line message for a mistake in the user's input, or None for a bug (which must keep its traceback).
-    `before_task`: the error came from Hydra before the task function ran (composition, creating the run dir)."""
+    `before_task`: the error came from Hydra before the task function ran (composition, creating the run dir).
+
+    Built from the exceptions' attributes and `__cause__` chains, never by reading their text: what an exception
+    does not say in attributes (which config node a Lightning misconfiguration came from) is for the config checks
+    (seqbench.config.checks) to find first. A group choice with no config (Hydra's MissingConfigException) arrives
+    here as a ConfigError already: naming the group's configs takes Hydra's config loader
+    (seqbench.config.compose.missing_config)."""
     found = user_error(error)
     if found is not None:
         return _squash(str(found))
@@ -124,35 +131,28 @@ def one_line(error: BaseException, before_task: bool = False) -> str | None:
         while not (isinstance(cause, OSError) and cause.errno in DISK_FULL_ERRNOS):
             cause = cause.__cause__ or cause.__context__
         return _squash(str(DiskFullError(cause.filename or "a file")))
-    from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
+    from hydra.errors import ConfigCompositionException, HydraException, OverrideParseException
     from lightning.fabric.utilities.exceptions import MisconfigurationException
     from omegaconf.errors import InterpolationResolutionError
 
-    if isinstance(error, MissingConfigException) and getattr(error, "missing_cfg_file", None):
-        group, _, choice = str(error.missing_cfg_file).rpartition("/")
-        options = f" (available: {', '.join(error.options)})" if getattr(error, "options", None) else ""
-        return f"{group or 'config'}={choice}: no such config{options}" if group else _squash(str(error))
     if isinstance(error, OverrideParseException):
-        reason = str(error).splitlines()[0]
-        return (f"{error.override}: cannot be parsed ({reason}); quote values with special characters, "
-                f"e.g. 'key=\"a b\"'")
+        # Hydra raises it while handling the parser's HydraException, whose message is the grammar's one line
+        reason = f" ({_squash(str(error.__context__))})" if isinstance(error.__context__, HydraException) else ""
+        return f"{error.override}: cannot be parsed{reason}; quote values with special characters, e.g. 'key=\"a b\"'"
     if isinstance(error, ConfigCompositionException):
         message = _unknown_key(error)
         if message:
             return message
-        cause = f": {_squash(str(error.__cause__).splitlines()[0])}" if error.__cause__ else ""
-        return _squash(str(error).splitlines()[0]) + cause
+        cause = f": {_squash(str(error.__cause__))}" if error.__cause__ is not None else ""
+        return _squash(str(error)) + cause  # Hydra's words and the cause's (OmegaConf's with its full_key) in full
     if isinstance(error, InterpolationResolutionError):
         key = getattr(error, "full_key", None)
         return f"{key}: {_squash(getattr(error, 'msg', str(error)))}" if key else _squash(str(error))
-    key, cause = "trainer", error
+    cause = error
     while cause is not None and not isinstance(cause, MisconfigurationException):
-        # Hydra's InstantiationException names the config node it was building ("full_key: callbacks.lr_monitor")
-        key = next((line.split(":", 1)[1].strip() for line in str(cause).splitlines()
-                    if line.startswith("full_key:")), key)
         cause = cause.__cause__
-    if cause is not None:
-        return f"{key}: {_squash(str(cause))}"
+    if cause is not None:  # Lightning refused a setting the config checks do not know
+        return f"Lightning: {_squash(str(cause))}"
     if isinstance(error, OSError) and error.filename and error.errno in PATH_ERRNOS:
         if before_task:  # Hydra creating the run directory
             return (f"hydra.run.dir={error.filename}: cannot be written ({error.strerror}); "

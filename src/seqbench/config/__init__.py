@@ -1,3 +1,3 @@
-"""Configuration: where the Hydra configs live and how they are composed (compose, resolvers), and every check of a
-user's settings, by phase: the command line (arguments), the composed config before anything is built (composed,
-settings, environment) and the config against the prepared data (against_data)."""
+"""Configuration: where the Hydra configs live and how they are composed (compose, resolvers), and whether a config may
+run, decided in one place (checks: the composed config before anything is built, with environment for this machine's
+devices and directories); against_data checks the config against the tokenised data before the first batch."""

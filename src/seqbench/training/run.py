@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from seqbench.common.errors import DiskFullError, InputError, disk_full, one_line
 from seqbench.config.against_data import check_against_data
-from seqbench.config.composed import validate
+from seqbench.config.checks import validate
 from seqbench.config.environment import check_checkpoint_file
 from seqbench.decoding.attention import attention_examples, save_attention
 from seqbench.loggers.csv_logger import ResumableCSVLogger

@@ -1,25 +1,46 @@
-"""Typed checks of the keys a user sets outside the model: project, Trainer, optimizer, scheduler, data, decoding.
+"""Whether a config may run: decided here, in one place, before any data or model is built or anything is written.
 
-One table (`SPECS`) maps each key to the values it accepts, so a new key is one line, not another `if`. Only keys
-present in the composed config are checked: a preset that does not use a key (e.g. `scheduler.total_steps` outside
-the cosine schedule) is not asked for it. Every `_target_` node is also checked against its callable's signature,
-so an added key the target does not accept (`+trainer.max_step=5`) fails here with the closest valid name instead of
-as a TypeError after the data is built. Messages are one line: `<key>=<value>: <what is allowed>`.
+`validate(cfg)` runs on the composed config first thing in every job (seqbench.training.run) and in the tests. It
+decides what Hydra cannot see; what Hydra can see it reports itself and is not second-guessed: a malformed override
+(OverrideParseException), a group choice with no config, swept or not (MissingConfigException, which names the
+group's configs), an unknown key (ConfigCompositionException). seqbench.common.errors.one_line words those as one
+line from the exceptions' attributes. Every problem found here is a ConfigError whose message is one line,
+`<key>=<value>: <what is allowed>`; `seqbench train` prints it after `error: ` and exits with status 2. In order:
+
+- `check_model`: the model's keys, by its family (`validate_config` on the class that `model._target_` names), so a
+  new architecture brings its checks along;
+- `check_targets`: every `_target_` node against its callable's signature: each key is an argument
+  (`+trainer.max_step=5` names trainer.max_steps), and an argument that the callable types as a `Literal` holds one
+  of its values (`trainer.precision`, `trainer.deterministic`, `callbacks.lr_monitor.logging_interval`): Lightning's
+  own declared list, nothing copied;
+- `SPECS`: the table of every other key a user sets (project, Trainer, optimizer, scheduler, data, decoding,
+  measure), one line per key, checked when the key is present;
+- `check_cross_keys`: relations between keys that each look fine alone;
+- with `environment`, this machine (seqbench.config.environment): devices, writable directories.
+
+Besides `validate`: `check_group_overrides`, the one look at the command line before Hydra runs (see there why); and the
+config against the tokenised data, which needs the data (seqbench.config.against_data, before the first batch).
 """
 from __future__ import annotations
 
 import difflib
 import inspect
 import re
+import types
+import typing
 from dataclasses import dataclass
-from typing import Any, Callable, get_args
+from typing import Any, Callable, Mapping, Sequence
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from seqbench.common.errors import ConfigError, is_int
-from seqbench.common.nested import lookup
+from seqbench.common.nested import get_path, lookup
+from seqbench.config.compose import group_options, with_config_loader
 
 UINT32_MAX = 2**32 - 1  # numpy's seed range, which Lightning's seed_everything enforces
+# The profiler names Trainer(profiler=...) takes (its docs; tests/test_bad_input.py checks that Lightning accepts
+# each); "xla" too, but only with torch_xla, which a seqbench run never has. A Profiler _target_ node also works.
+LIGHTNING_PROFILERS = ("simple", "advanced", "pytorch")
 MAX_TIME = re.compile(r"\d+:\d\d:\d\d:\d\d")  # Lightning's Timer format DD:HH:MM:SS
 
 
@@ -77,16 +98,6 @@ def _devices(value) -> bool:
     return isinstance(value, ListConfig) and len(value) > 0 and all(is_int(v) and v >= 0 for v in value)
 
 
-def _precisions() -> tuple:
-    from lightning.fabric.plugins.precision.precision import (
-        _PRECISION_INPUT_INT,
-        _PRECISION_INPUT_STR,
-        _PRECISION_INPUT_STR_ALIAS,
-    )
-
-    return (*get_args(_PRECISION_INPUT_STR), *get_args(_PRECISION_INPUT_STR_ALIAS), *get_args(_PRECISION_INPUT_INT))
-
-
 def _strategy_spec() -> Spec:
     from lightning.pytorch.strategies import StrategyRegistry
 
@@ -96,11 +107,6 @@ def _strategy_spec() -> Spec:
                 "lightning.pytorch.strategies.StrategyRegistry) or a _target_ node")
 
 
-def _precision_spec() -> Spec:
-    choices = _precisions()
-    return Spec(lambda v: v in choices, "one of " + ", ".join(str(c) for c in choices if isinstance(c, str)))
-
-
 SPECS: dict[str, Spec | Callable[[], Spec]] = {
     # project
     "seed": integer(0, UINT32_MAX),
@@ -108,17 +114,19 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "train": boolean(),
     "test": boolean(),
     "ckpt_path": Spec(lambda v: v is None or isinstance(v, str) and v != "", "a checkpoint file path or null"),
-    # Lightning Trainer
+    # Lightning Trainer (precision and deterministic: the values its signature declares, checked by check_targets)
     "trainer.max_steps": integer(-1, note=" (-1: no step limit)"),
     "trainer.max_epochs": integer(-1, none=True, note=" (-1: no epoch limit)"),
     "trainer.min_steps": integer(0, none=True),
     "trainer.min_epochs": integer(0, none=True),
     "trainer.max_time": Spec(_max_time, 'a duration "DD:HH:MM:SS" (e.g. "00:00:07:00"), '
                                         "{days,hours,minutes,seconds} or null"),
-    "trainer.precision": _precision_spec,
     "trainer.devices": Spec(_devices, 'a positive integer, -1 (all), "auto", or a list of device indices'),
     "trainer.num_nodes": integer(1),
     "trainer.strategy": _strategy_spec,
+    "trainer.profiler": Spec(lambda v: v is None or v in LIGHTNING_PROFILERS
+                             or isinstance(v, DictConfig) and "_target_" in v,
+                             f"one of {', '.join(LIGHTNING_PROFILERS)}, null or a _target_ node (a Profiler)"),
     "trainer.gradient_clip_val": number(0, none=True, note=" (0 or null: no clipping)"),
     "trainer.gradient_clip_algorithm": one_of(None, "norm", "value"),
     "trainer.accumulate_grad_batches": integer(1),
@@ -131,7 +139,6 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "trainer.limit_test_batches": batches_limit(),
     "trainer.num_sanity_val_steps": integer(-1, none=True, note=" (-1: the whole validation set)"),
     "trainer.log_every_n_steps": integer(1, none=True),
-    "trainer.deterministic": boolean(none=True, extra=("warn",)),
     "trainer.benchmark": boolean(none=True),
     "trainer.use_distributed_sampler": boolean(),
     "trainer.sync_batchnorm": boolean(),
@@ -246,15 +253,51 @@ def _walk_targets(node, prefix: str = ""):
                 yield from _walk_targets(node._get_node(key), f"{prefix}{key}.")
 
 
+def _literal_values(annotation) -> tuple | None:
+    """The values an argument typed `Literal[...]` accepts (also inside a Union or Optional, which add None, and
+    beside bool, which adds true and false); None when the type is not such an enumeration (nothing to check)."""
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    members = typing.get_args(annotation) if union else (annotation,)
+    if not any(typing.get_origin(m) is typing.Literal for m in members):
+        return None
+    values: list = []
+    for member in members:
+        if typing.get_origin(member) is typing.Literal:
+            values += typing.get_args(member)
+        elif member is type(None):
+            values.append(None)
+        elif member is bool:
+            values += [True, False]
+        else:  # another type beside the Literal: not an enumeration
+            return None
+    return tuple(values)
+
+
+def _word(value) -> str:
+    """A value as it is written in a config: null, true, false, 32, bf16-mixed."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    return str(value)
+
+
+def _parameters(target) -> Mapping[str, inspect.Parameter] | None:
+    """The callable's parameters with their annotations evaluated (as strings when they cannot be); None for a
+    builtin without a signature."""
+    try:
+        return inspect.signature(target, eval_str=True).parameters
+    except (TypeError, ValueError):
+        return None
+    except Exception:  # noqa: BLE001 - an annotation that names what only type checkers import: compare names only
+        return inspect.signature(target).parameters
+
+
 def check_targets(cfg: DictConfig) -> None:
-    """Every key of a `_target_` node must be an argument of the callable it builds."""
+    """Every key of a `_target_` node must be an argument of the callable it builds, and hold one of the values of
+    an argument typed as a Literal."""
     for key, node in _walk_targets(cfg):
         target = _locate(node._target_, key)
-        try:
-            parameters = inspect.signature(target).parameters
-        except (TypeError, ValueError):  # builtins without a signature: nothing to compare against
-            continue
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        parameters = _parameters(target)
+        if parameters is None or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
             continue
         allowed = set(parameters) | NOT_ARGUMENTS.get(key, set())
         for name in node:
@@ -264,9 +307,84 @@ def check_targets(cfg: DictConfig) -> None:
             hint = f"did you mean {key}.{close[0]}?" if close else \
                 f"{node._target_} takes: {', '.join(sorted(p for p in allowed if not p.startswith('_')))}"
             raise ConfigError(f"{key}.{name}={_show(node[name])}: not an argument of {node._target_}; {hint}")
+        for name in node:
+            values = _literal_values(parameters[name].annotation) if name in parameters else None
+            if values is not None and node[name] not in values:
+                words = ", ".join(dict.fromkeys(_word(v) for v in values))
+                raise ConfigError(f"{key}.{name}={_show(node[name])}: must be one of {words} (as {node._target_} "
+                                  f"declares it)")
 
 
-def check_settings(cfg: DictConfig) -> None:
+def check_model(model: Mapping) -> None:
+    """The model config's keys, by its family's own checks (seqbench.models.interface.Seq2Seq.validate_config)."""
+    from seqbench.models.interface import family_of  # imports torch: not before a bad override has been reported
+
+    family_of(model).validate_config(model)
+
+
+def validate(cfg: DictConfig, environment: bool = False) -> None:
+    """All the checks above; with `environment`, also this machine's devices and directories."""
+    check_model(get_path(cfg, "model"))
     check_targets(cfg)
     check_specs(cfg)
     check_cross_keys(cfg)
+    if environment:
+        from seqbench.config.environment import check_environment
+
+        check_environment(cfg)
+
+
+def _names(value) -> bool:
+    """Whether an override's value is what a config group takes: a config name, a list of names or a dict."""
+    return isinstance(value, (str, dict)) or isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def check_group_overrides(argv: Sequence[str]) -> None:
+    """The one look at the command line before Hydra runs, for what Hydra does not report in a way one line can be
+    made of, from a config group override: a value that is no config name (`logger=null`, `model=1`, the numbers of
+    `-m model=range(1,3)`) fails inside Hydra with a bare ValueError, and `glob(...)` matching no config
+    (`-m model=glob(lstm*)`) makes a multirun of no jobs that exits 0 without a word. A name with no config, swept
+    or not, Hydra reports itself before any job starts (its basic sweeper composes every job before launching one),
+    as a MissingConfigException (seqbench.config.compose.missing_config).
+
+    `argv` is the command line after the program name. Only its words that Hydra's own override parser reads as a
+    non-name value or a glob are looked at (Hydra's flags and their values are never such an override; a malformed
+    override is left to Hydra, which reports it), and only for a config group, whose configs Hydra's config loader
+    lists (conf/)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ValueType
+    from hydra.errors import OverrideParseException
+
+    parser = OverridesParser.create()
+    suspects = []
+    for word in argv:
+        try:
+            (override,) = parser.parse_overrides([word])
+        except OverrideParseException:
+            continue
+        if override.is_delete() or "." in override.key_or_group:  # a config key (trainer.max_steps=10), no group
+            continue
+        kind = override.value_type
+        if kind is ValueType.GLOB_CHOICE_SWEEP:
+            suspects.append((word, override))
+        elif kind in (ValueType.RANGE_SWEEP, ValueType.INTERVAL_SWEEP) or not all(
+                map(_names, override.sweep_iterator() if override.is_sweep_override() else [override.value()])):
+            suspects.append((word, override))
+    if not suspects:
+        return
+
+    def check(loader) -> None:
+        for word, override in suspects:
+            group = override.key_or_group
+            options = group_options(group, loader)
+            if not options:  # a top-level config key (seed=1): Hydra's business
+                continue
+            allowed = f"allowed values are {', '.join(options)}"
+            if override.value_type is ValueType.GLOB_CHOICE_SWEEP:
+                if not override.value().filter(options):
+                    raise ConfigError(f"{word}: matches no {group} config ({allowed})")
+                continue
+            remove = f"; ~{group} removes it" if override.value() is None else ""
+            raise ConfigError(f"{word}: {group} is a config group, its values are config names ({allowed}){remove}")
+
+    with_config_loader(check)
