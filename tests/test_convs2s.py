@@ -32,7 +32,7 @@ def test_incremental_state_is_a_rolling_buffer_of_k_minus_1_inputs(case):
         h.remove()
     state = model.init_state(enc)
     for t in range(tgt.size(1)):
-        _, state, _ = model.decode_step(tgt[:, t], enc, state)
+        model.decode(tgt[:, t:t + 1], enc, state)
         assert state["step"] == t + 1
         for layer, x, history in zip(model.layers, inputs, state["history"]):
             k = layer.kernel_width

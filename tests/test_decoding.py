@@ -99,13 +99,13 @@ def test_finished_sentences_leave_the_batch_without_changing_any_answer(case, be
     lengths = (9, 2, 6, 1, 7)
     src, mask, _ = random_batch(lengths=lengths)
     cfg = DecodingConfig(beam_size=beam, length_penalty=0.6, max_len_a=1.0, max_len_b=2)
-    rows_seen, step = [], model.decode_step
+    rows_seen, decode = [], model.decode
 
-    def counting_step(tokens, *args, **kwargs):
+    def counting_decode(tokens, *args, **kwargs):
         rows_seen.append(tokens.size(0))
-        return step(tokens, *args, **kwargs)
+        return decode(tokens, *args, **kwargs)
 
-    model.decode_step = counting_step
+    model.decode = counting_decode
     together = generate(model, src, mask, cfg)
     assert rows_seen[-1] < rows_seen[0] == len(lengths) * beam, rows_seen
     alone = [generate(model, src[i:i + 1, :n], mask[i:i + 1, :n], cfg)[0] for i, n in enumerate(lengths)]
@@ -120,16 +120,15 @@ def test_a_sentence_stops_once_its_best_finished_hypothesis_cannot_be_beaten(sto
     live beams would run all 31 steps to reach the same answer."""
     model = build_tiny_model("transformer", tgt_vocab=TINY_VOCAB)
     src, mask, _ = random_batch(lengths=(3, 5))
-    steps, decode_step = [], model.decode_step
+    steps, decode = [], model.decode
 
-    def eos_first_step(tokens, encoder_out, state, **kwargs):
-        logits, state, attention = decode_step(tokens, encoder_out, state, **kwargs)
+    def eos_first_decode(tokens, encoder_out, state):
+        logits = decode(tokens, encoder_out, state)  # [B,1,V]
         eos_bonus = 8.0 if not steps else -20.0  # finite: <eos> can still be forced at the limit
         steps.append(tokens.size(0))
-        return logits.index_add(1, torch.tensor([EOS_ID]), torch.full((logits.size(0), 1), eos_bonus)), state, \
-            attention
+        return logits.index_add(2, torch.tensor([EOS_ID]), torch.full((logits.size(0), 1, 1), eos_bonus))
 
-    model.decode_step = eos_first_step
+    model.decode = eos_first_decode
     cfg = DecodingConfig(beam_size=3, length_penalty=0.6, max_len_a=0.0, max_len_b=30, stop_early=stop_early)
     assert beam_search(model, src, mask, cfg) == [[], []]
     assert len(steps) == 1, steps
@@ -142,19 +141,19 @@ class FixedDistribution:
     def encode(self, src, src_mask):
         return {"mask": src_mask}
 
-    def expand_encoder_out(self, encoder_out, beam):
-        return {"mask": encoder_out["mask"].repeat_interleave(beam, 0)}
+    def reorder_encoder_out(self, encoder_out, indices):
+        return {"mask": encoder_out["mask"][indices]}
 
     def init_state(self, encoder_out):
         return {}
 
-    def decode_step(self, tokens, encoder_out, state, need_attention=False):
-        probs = torch.full((tokens.size(0), TINY_VOCAB), 1e-12)
-        probs[:, EOS_ID], probs[:, 4], probs[:, 5] = 0.2, 0.6, 0.2
-        return probs.log(), state, None
+    def decode(self, tgt_in, encoder_out, state=None):
+        probs = torch.full((*tgt_in.shape, TINY_VOCAB), 1e-12)
+        probs[..., EOS_ID], probs[..., 4], probs[..., 5] = 0.2, 0.6, 0.2
+        return probs.log()
 
     def reorder_state(self, state, indices):
-        return state
+        pass
 
 
 @pytest.mark.parametrize("alpha, kind, expected", [

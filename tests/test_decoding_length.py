@@ -28,15 +28,14 @@ class EosBias(Seq2Seq):
     def init_state(self, encoder_out):
         return self.inner.init_state(encoder_out)
 
-    def decode_step(self, tokens, encoder_out, state, need_attention=False):
-        logits, state, attention = self.inner.decode_step(tokens, encoder_out, state, need_attention)
-        return self._shift(logits), state, attention
+    def decode(self, tgt_in, encoder_out, state=None, return_attention=False):
+        return self._shift(self.inner.decode(tgt_in, encoder_out, state))
 
     def reorder_state(self, state, indices):
-        return self.inner.reorder_state(state, indices)
+        self.inner.reorder_state(state, indices)
 
-    def expand_encoder_out(self, encoder_out, beam):
-        return self.inner.expand_encoder_out(encoder_out, beam)
+    def reorder_encoder_out(self, encoder_out, indices):
+        return self.inner.reorder_encoder_out(encoder_out, indices)
 
 
 CASES = ["transformer", "rnn_lstm_luong_general_no_feed", "rnn_bahdanau", "cnn"]

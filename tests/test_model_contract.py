@@ -25,8 +25,7 @@ def test_shapes(case):
     logits = model.decode(tgt, enc)
     assert logits.shape == (3, 6, TGT_VOCAB)
     state = model.init_state(enc)
-    step_logits, state, _ = model.decode_step(tgt[:, 0], enc, state)
-    assert step_logits.shape == (3, TGT_VOCAB)
+    assert model.decode(tgt[:, :1], enc, state).shape == (3, 1, TGT_VOCAB)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -60,14 +59,18 @@ def test_causality(case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_incremental_equals_full(case):
+    """One token at a time (as search feeds it) or several at once, a state continues where it stopped and gives
+    the teacher-forced logits of the same positions."""
     model = build_tiny_model(case)
     src, mask, tgt = _batch(tgt_len=8)
     enc = model.encode(src, mask)
     full = model.decode(tgt, enc)
-    state = model.init_state(enc)
-    for t in range(tgt.size(1)):
-        step, state, _ = model.decode_step(tgt[:, t], enc, state)
-        torch.testing.assert_close(step, full[:, t], atol=1e-5, rtol=1e-5)
+    for chunks in ([1] * 8, [3, 1, 4], [8]):
+        state, start = model.init_state(enc), 0
+        for n in chunks:
+            logits = model.decode(tgt[:, start:start + n], enc, state)
+            torch.testing.assert_close(logits, full[:, start:start + n], atol=1e-5, rtol=1e-5)
+            start += n
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -82,11 +85,29 @@ def test_incremental_survives_reordering(case):
     order = torch.tensor([2, 0, 1])
     state = model.init_state(enc)
     for t in range(3):
-        _, state, _ = model.decode_step(tgt[:, t], enc, state)
-    state = model.reorder_state(state, order)
+        model.decode(tgt[:, t:t + 1], enc, state)
+    model.reorder_state(state, order)
     for t in range(3, 6):
-        step, state, _ = model.decode_step(tgt[order, t], enc, state)
-        torch.testing.assert_close(step, full[order, t], atol=1e-5, rtol=1e-5)
+        step = model.decode(tgt[order, t:t + 1], enc, state)
+        torch.testing.assert_close(step, full[order, t:t + 1], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_sentences_leave_the_batch_mid_sentence(case):
+    """Search drops finished sentences: fewer state rows (each from its own sentence) and the encoder output of the
+    rows kept; the sentences left decode on exactly as before."""
+    model = build_tiny_model(case)
+    src, mask, tgt = _batch(lengths=(7, 4, 5, 6), tgt_len=6)
+    enc = model.encode(src, mask)
+    full = model.decode(tgt, enc)
+    state = model.init_state(enc)
+    model.decode(tgt[:, :2], enc, state)
+    keep = torch.tensor([3, 1])
+    enc = model.reorder_encoder_out(enc, keep)
+    model.reorder_state(state, keep)
+    for t in range(2, 6):
+        step = model.decode(tgt[keep, t:t + 1], enc, state)
+        torch.testing.assert_close(step, full[keep, t:t + 1], atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -123,21 +144,23 @@ def test_attention_weights_are_distributions(case):
     assert attention[pad].abs().max() == 0
     torch.testing.assert_close(attention.sum(-1), torch.ones_like(attention.sum(-1)), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(logits, model.decode(tgt, enc), atol=1e-5, rtol=1e-5)
-    _, _, step_attention = model.decode_step(tgt[:, 0], enc, model.init_state(enc), need_attention=True)
-    torch.testing.assert_close(step_attention, attention[:, :, :, 0], atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_decode_step_returns_attention_only_when_asked(case):
-    """Search never asks, so the Transformer stays on fused attention; asking changes nothing but the third output."""
+def test_incremental_attention_is_asked_for_only_when_wanted(case):
+    """Search never asks, so the Transformer stays on fused attention; asking, with a state as without, changes
+    nothing but adding the maps, and a state's maps are the teacher-forced ones at the same positions."""
     model = build_tiny_model(case)
     src, mask, tgt = _batch()
     enc = model.encode(src, mask)
+    _, full_attention = model.decode(tgt, enc, return_attention=True)
     plain, asked = model.init_state(enc), model.init_state(enc)
     for t in range(tgt.size(1)):
-        logits, plain, none = model.decode_step(tgt[:, t], enc, plain)
-        logits_asked, asked, attention = model.decode_step(tgt[:, t], enc, asked, need_attention=True)
-        assert none is None
+        logits = model.decode(tgt[:, t:t + 1], enc, plain)
+        assert isinstance(logits, torch.Tensor)
+        logits_asked, attention = model.decode(tgt[:, t:t + 1], enc, asked, return_attention=True)
         torch.testing.assert_close(logits, logits_asked, atol=1e-5, rtol=1e-5)
-        if model.decode(tgt, enc, return_attention=True)[1] is not None:
-            assert attention.dim() == 4 and attention.shape[0] == 3 and attention.shape[-1] == src.size(1)
+        if full_attention is None:
+            assert attention is None
+        else:
+            torch.testing.assert_close(attention, full_attention[:, :, :, t:t + 1], atol=1e-5, rtol=1e-5)

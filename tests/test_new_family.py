@@ -18,8 +18,8 @@ def test_toy_family_keeps_the_contract():
     enc = model.encode(src, mask)
     full, state = model.decode(tgt, enc), model.init_state(enc)
     for t in range(tgt.size(1)):
-        step, state, attention = model.decode_step(tgt[:, t], enc, state)
-        torch.testing.assert_close(step, full[:, t], atol=1e-5, rtol=1e-5)
+        step, attention = model.decode(tgt[:, t:t + 1], enc, state, return_attention=True)
+        torch.testing.assert_close(step, full[:, t:t + 1], atol=1e-5, rtol=1e-5)
         assert attention is None
 
 

@@ -99,9 +99,9 @@ def test_bahdanau_scores_previous_state_luong_current():
     for kind in ("bahdanau", "luong_dot", "luong_general", "luong_concat"):
         model = _model(attention=kind)
         enc = model.encode(src, mask)
-        a = model.decode_step(first, enc, model.init_state(enc), need_attention=True)[2]
-        b = model.decode_step(other, enc, model.init_state(enc), need_attention=True)[2]
-        assert a.shape == (3, 1, 1, 7)
+        a = model.decode(first[:, None], enc, model.init_state(enc), return_attention=True)[1]
+        b = model.decode(other[:, None], enc, model.init_state(enc), return_attention=True)[1]
+        assert a.shape == (3, 1, 1, 1, 7)
         assert torch.equal(a, b) == (kind == "bahdanau"), kind
 
 
@@ -112,7 +112,7 @@ def test_no_attention_returns_none():
     tgt = torch.randint(4, 45, (3, 4))
     logits, attention = model.decode(tgt, enc, return_attention=True)
     assert logits.shape == (3, 4, 45) and attention is None
-    assert model.decode_step(tgt[:, 0], enc, model.init_state(enc), need_attention=True)[2] is None
+    assert model.decode(tgt[:, :1], enc, model.init_state(enc), return_attention=True)[1] is None
     assert enc["summary"].shape == (3, 24)  # both directions of the top encoder layer
 
 
@@ -130,7 +130,7 @@ def test_bridge_shapes(cell, encoder_layers, decoder_layers, bidirectional):
     for key in keys - {"feed"}:
         assert enc[key].shape == state[key].shape == (3, decoder_layers, 12)
         assert enc[key].abs().max() < 1  # tanh bridge
-    _, state, _ = model.decode_step(torch.full((3,), BOS_ID), enc, state)
+    model.decode(torch.full((3, 1), BOS_ID), enc, state)
     assert state["hidden"].shape == (3, decoder_layers, 12) and state["feed"].shape == (3, 12)
 
 

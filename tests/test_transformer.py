@@ -32,8 +32,8 @@ def test_rope_needs_no_position_table_beyond_max_positions():
     enc = rope.encode(src, mask)
     state = rope.init_state(enc)
     for t in range(tgt.size(1)):
-        step, state, _ = rope.decode_step(tgt[:, t], enc, state)
-        torch.testing.assert_close(step, full[:, t], atol=1e-5, rtol=1e-5)
+        step = rope.decode(tgt[:, t:t + 1], enc, state)
+        torch.testing.assert_close(step, full[:, t:t + 1], atol=1e-5, rtol=1e-5)
     sinusoidal = build_tiny_model("transformer", max_positions=8)
     with pytest.raises(ValueError, match="exceeds model.max_positions=8"):
         sinusoidal(src, mask, tgt)
@@ -86,10 +86,10 @@ def test_the_key_value_cache_grows_and_reorders_past_its_first_capacity():
         for t in range(40):
             if t == 35:
                 rows = rows[[2, 0, 1]]
-                state = model.reorder_state(state, torch.tensor([2, 0, 1]))
+                model.reorder_state(state, torch.tensor([2, 0, 1]))
             if t == 20:
                 rows = rows[[1, 1, 0]]
-                state = model.reorder_state(state, torch.tensor([1, 1, 0]))
-            step, state, _ = model.decode_step(tgt[rows, t], enc, state)
-            torch.testing.assert_close(step, full[rows, t], atol=1e-5, rtol=1e-5)
+                model.reorder_state(state, torch.tensor([1, 1, 0]))
+            step = model.decode(tgt[rows, t:t + 1], enc, state)
+            torch.testing.assert_close(step, full[rows, t:t + 1], atol=1e-5, rtol=1e-5)
     assert all(isinstance(c, KVCache) and c.length == 40 and c.k.size(2) == 64 for c in state["self_kv"])

@@ -32,18 +32,17 @@ class MeanContextGRU(Seq2Seq):
         context = encoder_out["context"][:, None].expand(-1, tokens.size(1), -1)
         return self.dropout(torch.cat([self.tgt_embed(tokens), context], dim=-1))
 
-    def decode(self, tgt_in, encoder_out, return_attention=False):
-        out, _ = self.rnn(self._inputs(tgt_in, encoder_out))
+    def decode(self, tgt_in, encoder_out, state=None, return_attention=False):
+        hidden = None if state is None else state["hidden"].transpose(0, 1).contiguous()  # [1,B,H] for nn.GRU
+        out, hidden = self.rnn(self._inputs(tgt_in, encoder_out), hidden)
+        if state is not None:
+            state["hidden"] = hidden.transpose(0, 1)
         logits = self.output(out)  # [B,T,V]
         return (logits, None) if return_attention else logits
 
     def init_state(self, encoder_out):
         context = encoder_out["context"]
         return {"hidden": context.new_zeros(context.size(0), 1, self.hidden_size)}  # batch-first, for reordering
-
-    def decode_step(self, tokens, encoder_out, state, need_attention=False):
-        out, hidden = self.rnn(self._inputs(tokens[:, None], encoder_out), state["hidden"].transpose(0, 1).contiguous())
-        return self.output(out[:, 0]), {"hidden": hidden.transpose(0, 1)}, None
 
     @classmethod
     def validate_config(cls, cfg):

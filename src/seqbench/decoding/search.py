@@ -3,8 +3,9 @@
 Every sentence of the batch is decoded at once (B x beam rows); a sentence stops at <eos> or at its own length limit
 max_len_a * source_length + max_len_b (capped at max_len). <eos> is masked out before min_len tokens, so
 min_len = max_len = N makes every hypothesis exactly N tokens long (how decoding speed is benchmarked: every system
-does the same work, whatever its model would have stopped at). Models are only asked for logits: attention weights
-are never requested here, so attention stays on fused kernels.
+does the same work, whatever its model would have stopped at). Models are only asked for logits, one token per step
+through `Seq2Seq.decode` with an incremental state: attention weights are never requested here, so attention stays on
+fused kernels.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from seqbench.common.tokens import BOS_ID, EOS_ID
-from seqbench.models.interface import Seq2Seq, index_batch
+from seqbench.models.interface import Seq2Seq
 
 
 @dataclass
@@ -61,7 +62,7 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg
     active = torch.arange(batch, device=src.device)  # the batch rows of the sentences still decoding
     tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)
     for step in range(steps):
-        logits, state, _ = model.decode_step(tokens, encoder_out, state)
+        logits = model.decode(tokens[:, None], encoder_out, state)[:, 0]  # [B,V]
         tokens = forbid_eos_before_min_len(logits, step, cfg).argmax(-1)
         tokens = torch.where(step >= limits, torch.full_like(tokens, EOS_ID), tokens)
         output[active, step] = tokens
@@ -72,7 +73,8 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg
         if n_ended:  # finished sentences leave the batch: the model never computes their rows again
             keep = (~ended).nonzero().squeeze(1)
             active, tokens, limits = active[keep], tokens[keep], limits[keep]
-            encoder_out, state = index_batch(encoder_out, keep), model.reorder_state(state, keep)
+            encoder_out = model.reorder_encoder_out(encoder_out, keep)
+            model.reorder_state(state, keep)
     return strip_at_eos(output)
 
 
@@ -90,6 +92,99 @@ def length_penalty(lengths: torch.Tensor | int, alpha: float, kind: str = "gnmt"
     raise ValueError(f"length_normalization={kind!r}: one of {', '.join(NORMALIZATIONS)}")
 
 
+@dataclass
+class Beams:
+    """Beam search's bookkeeping: one row per sentence still in the batch, k hypotheses each."""
+
+    active: torch.Tensor           # [B] the input index of each sentence
+    limits: torch.Tensor           # [B] its length limit: tokens before <eos>
+    best_penalty: torch.Tensor     # [B,1] the length penalty at that limit, the largest a hypothesis can reach
+    scores: torch.Tensor           # [B,k] log-probabilities of the live hypotheses (-inf: none)
+    history: torch.Tensor          # [B,k,step] their tokens so far
+    finished_scores: torch.Tensor  # [B,k] normalised scores of the best finished hypotheses, best first
+    finished_tokens: torch.Tensor  # [B,k,steps] their tokens, <eos>-padded
+    finished_count: torch.Tensor   # [B] how many hypotheses have finished
+    done: torch.Tensor             # [B] the sentence's answer is settled
+
+    @classmethod
+    def start(cls, limits: torch.Tensor, k: int, steps: int, cfg: DecodingConfig) -> Beams:
+        batch, device = limits.size(0), limits.device
+        scores = torch.full((batch, k), float("-inf"), device=device)
+        scores[:, 0] = 0.0  # all beams start identical: one alive, so the first step does not pick duplicates
+        # The most a live hypothesis's normalised score can still become: its log-probability only falls, and with
+        # alpha >= 0 the penalty grows with length, so dividing by the longest allowed length's penalty bounds it.
+        best_penalty = length_penalty(limits + 1, cfg.length_penalty, cfg.length_normalization).to(device)[:, None]
+        return cls(active=torch.arange(batch, device=device), limits=limits, best_penalty=best_penalty,
+                   scores=scores, history=torch.empty(batch, k, 0, dtype=torch.long, device=device),
+                   finished_scores=torch.full((batch, k), float("-inf"), device=device),
+                   finished_tokens=torch.full((batch, k, steps), EOS_ID, dtype=torch.long, device=device),
+                   finished_count=torch.zeros(batch, dtype=torch.long, device=device),
+                   done=torch.zeros(batch, dtype=torch.bool, device=device))
+
+    @property
+    def size(self) -> int:
+        return self.active.size(0)
+
+    def select(self, keep: torch.Tensor) -> Beams:
+        """The sentences `keep` [B'] only (done sentences leaving the batch)."""
+        return Beams(**{name: value[keep] for name, value in vars(self).items()})
+
+    def record_answers(self, answers: torch.Tensor, ended: torch.Tensor) -> None:
+        """The best finished hypothesis of each `ended` [B] sentence is its answer (each has one: <eos> is forced at
+        its limit, and the search ends there at the latest)."""
+        ended = ended.nonzero().squeeze(1)
+        answers[self.active[ended]] = self.finished_tokens[ended, self.finished_scores[ended].argmax(1)]
+
+
+def _finish(beams: Beams, top_scores: torch.Tensor, ends: torch.Tensor, prefixes: torch.Tensor, step: int,
+            cfg: DecodingConfig) -> None:
+    """<eos> candidates among the best k of a sentence not done yet join its finished hypotheses, which keep the
+    best k by normalised score. top_scores, ends [B,2k], prefixes [B,2k,step]: the best 2k candidates, best first."""
+    k, steps = beams.scores.size(1), beams.finished_tokens.size(2)
+    finishing = ends & (torch.arange(ends.size(1), device=ends.device) < k) & ~beams.done[:, None] \
+        & top_scores.isfinite()
+    normalised = torch.where(finishing, top_scores / length_penalty(step + 1, cfg.length_penalty,
+                                                                    cfg.length_normalization),
+                             torch.full_like(top_scores, float("-inf")))
+    padded = torch.nn.functional.pad(prefixes, (0, steps - step), value=EOS_ID)  # [B,2k,steps]
+    beams.finished_scores, keep = torch.cat([beams.finished_scores, normalised], dim=1).topk(k, dim=1)
+    beams.finished_tokens = torch.cat([beams.finished_tokens, padded], dim=1).gather(
+        1, keep[:, :, None].expand(-1, -1, steps))
+    beams.finished_count += finishing.sum(1)
+
+
+def _settle(beams: Beams, cfg: DecodingConfig) -> None:
+    """Marks the sentences whose answer can no longer change as done."""
+    full = beams.finished_count >= beams.scores.size(1)
+    best_live = (beams.scores / beams.best_penalty).max(1).values  # the most any live hypothesis can still score
+    if cfg.stop_early:
+        beams.done |= full
+    else:
+        beams.done |= full & ~(best_live > beams.finished_scores[:, -1])
+    # No live hypothesis can still beat the best finished one: that one is the answer whatever follows, so the
+    # sentence stops here (an untrained model's live beams would otherwise repeat a word to the length limit).
+    beams.done |= best_live < beams.finished_scores[:, 0]
+
+
+def _advance(beams: Beams, log_probs: torch.Tensor, step: int, cfg: DecodingConfig) -> tuple[torch.Tensor, ...]:
+    """One step of every sentence from log_probs [B,k,V]: of the best 2k candidates, those ending in <eos> among the
+    best k finish and the best k others live on; then which sentences are done.
+    -> (beam [B,k]: the hypothesis each live one continues, tokens [B,k]: the token it adds)"""
+    k, vocab = log_probs.size(1), log_probs.size(2)
+    candidates = (beams.scores[:, :, None] + log_probs).view(beams.size, k * vocab)
+    top_scores, top = candidates.topk(min(2 * k, k * vocab), dim=1)  # [B,2k], best first
+    top_beam, top_token = top // vocab, top % vocab
+    ends = top_token == EOS_ID
+    prefixes = beams.history.gather(1, top_beam[:, :, None].expand(-1, -1, step))  # [B,2k,step]
+    _finish(beams, top_scores, ends, prefixes, step, cfg)
+    # Continue: the best k candidates that do not end in <eos>.
+    beams.scores, live = top_scores.masked_fill(ends, float("-inf")).topk(k, dim=1)  # [B,k]
+    beam, tokens = top_beam.gather(1, live), top_token.gather(1, live)
+    beams.history = torch.cat([prefixes.gather(1, live[:, :, None].expand(-1, -1, step)), tokens[:, :, None]], 2)
+    _settle(beams, cfg)
+    return beam, tokens
+
+
 @torch.no_grad()
 def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: DecodingConfig) -> list[list[int]]:
     """Batched beam search with fairseq's bookkeeping, one implementation for every model; the length normalisation
@@ -103,97 +198,45 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
     one after normalisation (its score can only fall; its normaliser can at most reach the length limit's). Either way
     it is also done as soon as no live hypothesis can still beat its best finished one: the answer is then settled,
     so stopping changes no answer, only the work. At its length limit a sentence may only emit <eos>, so every
-    sentence finishes. The answer is the best finished
-    hypothesis by normalised score. With beam_size=1 this is exactly greedy search.
+    sentence finishes. The answer is the best finished hypothesis by normalised score. With beam_size=1 this is
+    exactly greedy search.
     """
     k, batch, device = cfg.beam_size, src.size(0), src.device
-    encoder_out = model.expand_encoder_out(model.encode(src, src_mask), k)
+    expand = torch.arange(batch, device=device).repeat_interleave(k)  # row b*k+j: hypothesis j of sentence b
+    encoder_out = model.reorder_encoder_out(model.encode(src, src_mask), expand)
     state = model.init_state(encoder_out)
     limits = length_limits(src_mask, cfg)  # [B] tokens before <eos>
     steps = int(limits.max()) + 1
-    # The most a live hypothesis's normalised score can still become: its log-probability only falls, and with
-    # alpha >= 0 the penalty grows with length, so dividing by the longest allowed length's penalty bounds it.
-    best_penalty = length_penalty(limits + 1, cfg.length_penalty, cfg.length_normalization).to(device)[:, None]
-
-    scores = torch.full((batch, k), float("-inf"), device=device)
-    scores[:, 0] = 0.0  # all beams start identical: one alive, so the first step does not pick duplicates
-    tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)
-    history = torch.empty(batch, k, 0, dtype=torch.long, device=device)
-    finished_scores = torch.full((batch, k), float("-inf"), device=device)  # normalised, best first
-    finished_tokens = torch.full((batch, k, steps), EOS_ID, dtype=torch.long, device=device)
-    finished_count = torch.zeros(batch, dtype=torch.long, device=device)
-    done = torch.zeros(batch, dtype=torch.bool, device=device)
+    beams = Beams.start(limits, k, steps, cfg)
     answers = torch.full((batch, steps), EOS_ID, dtype=torch.long, device=device)
-    active = torch.arange(batch, device=device)  # the input index of each sentence still decoding
+    tokens = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)  # [B*k] the newest token of each row
     first_limit = int(limits.min())  # kept on the host: no device sync per step to ask whether a limit is reached
     eos_only = None  # [V]: 0 for <eos>, -inf elsewhere; built once, at the first step where a limit is reached
 
-    def answer(ended: torch.Tensor) -> None:
-        """The best finished hypothesis of each `ended` sentence is its answer (each has one: <eos> is forced at its
-        limit, and the loop ends there at the latest)."""
-        ended = ended.nonzero().squeeze(1)
-        answers[active[ended]] = finished_tokens[ended, finished_scores[ended].argmax(1)]
-
     for step in range(steps):
-        logits, state, _ = model.decode_step(tokens, encoder_out, state)
-        log_probs = forbid_eos_before_min_len(logits.float().log_softmax(-1), step, cfg).view(batch, k, -1)
-        vocab = log_probs.size(-1)
+        logits = model.decode(tokens[:, None], encoder_out, state)[:, 0]  # [B*k,V]
+        log_probs = forbid_eos_before_min_len(logits.float().log_softmax(-1), step, cfg).view(beams.size, k, -1)
         if step >= first_limit:  # some sentence may only emit <eos> (masking every step cost 5% of beam search)
-            at_limit = step >= limits  # [B]
             if eos_only is None:
-                eos_only = torch.full((vocab,), float("-inf"), device=device)
+                eos_only = torch.full((log_probs.size(-1),), float("-inf"), device=device)
                 eos_only[EOS_ID] = 0.0
-            log_probs = torch.where(at_limit[:, None, None], log_probs + eos_only, log_probs)
-        candidates = (scores[:, :, None] + log_probs).view(batch, k * vocab)
-        top_scores, top = candidates.topk(min(2 * k, k * vocab), dim=1)  # [B,2k], best first
-        top_beam, top_token = top // vocab, top % vocab
-        ends = top_token == EOS_ID
-        prefixes = history.gather(1, top_beam[:, :, None].expand(-1, -1, step))  # [B,2k,step]
-
-        # Finish: <eos> candidates among the best k, of sentences not done yet.
-        finishing = ends & (torch.arange(top.size(1), device=device) < k) & ~done[:, None] & top_scores.isfinite()
-        normalised = torch.where(finishing, top_scores / length_penalty(step + 1, cfg.length_penalty,
-                                                                        cfg.length_normalization),
-                                 torch.full_like(top_scores, float("-inf")))
-        padded = torch.nn.functional.pad(prefixes, (0, steps - step), value=EOS_ID)  # [B,2k,steps]
-        pool_scores = torch.cat([finished_scores, normalised], dim=1)
-        finished_scores, keep = pool_scores.topk(k, dim=1)
-        finished_tokens = torch.cat([finished_tokens, padded], dim=1).gather(
-            1, keep[:, :, None].expand(-1, -1, steps))
-        finished_count += finishing.sum(1)
-
-        # Continue: the best k candidates that do not end in <eos>.
-        live_scores, live = top_scores.masked_fill(ends, float("-inf")).topk(k, dim=1)  # [B,k]
-        beam, tokens = top_beam.gather(1, live), top_token.gather(1, live)
-        history = torch.cat([prefixes.gather(1, live[:, :, None].expand(-1, -1, step)), tokens[:, :, None]], dim=2)
-        scores, tokens = live_scores, tokens.view(-1)
-
-        full = finished_count >= k
-        best_live = (scores / best_penalty).max(1).values  # the most any live hypothesis can still score
-        if cfg.stop_early:
-            done |= full
-        else:
-            done |= full & ~(best_live > finished_scores[:, -1])
-        # No live hypothesis can still beat the best finished one: that one is the answer whatever follows, so the
-        # sentence stops here (an untrained model's live beams would otherwise repeat a word to the length limit).
-        done |= best_live < finished_scores[:, 0]
-        n_done = int(done.sum())  # the one host sync of a step
-        if n_done == batch:
+            log_probs = torch.where((step >= beams.limits)[:, None, None], log_probs + eos_only, log_probs)
+        beam, tokens = _advance(beams, log_probs, step, cfg)  # [B,k] each
+        n_done = int(beams.done.sum())  # the one host sync of a step
+        if n_done == beams.size:
             break
-        rows = torch.arange(batch, device=device) * k  # [B]: the first row of each sentence in the state
-        if n_done:  # done sentences leave the batch: the model never computes their rows again
-            answer(done)
-            keep = (~done).nonzero().squeeze(1)
-            rows, tokens = rows[keep], tokens.view(batch, k)[keep].view(-1)
-            active, limits, best_penalty, scores, history, beam = (
-                x[keep] for x in (active, limits, best_penalty, scores, history, beam))
-            finished_scores, finished_tokens, finished_count, done = (
-                x[keep] for x in (finished_scores, finished_tokens, finished_count, done))
-            encoder_out = index_batch(encoder_out, (rows[:, None] + torch.arange(k, device=device)).view(-1))
-            batch, first_limit = keep.size(0), int(limits.min())
-        state = model.reorder_state(state, (rows[:, None] + beam).view(-1))
+        rows = torch.arange(beams.size, device=device) * k  # [B]: the first row of each sentence in the state
+        if n_done:  # done sentences leave the batch, explicitly: the model never computes their rows again
+            beams.record_answers(answers, beams.done)
+            keep = (~beams.done).nonzero().squeeze(1)
+            beams, rows, beam, tokens = beams.select(keep), rows[keep], beam[keep], tokens[keep]
+            encoder_out = model.reorder_encoder_out(encoder_out, (rows[:, None] + torch.arange(k, device=device))
+                                                    .view(-1))
+            first_limit = int(beams.limits.min())
+        model.reorder_state(state, (rows[:, None] + beam).view(-1))
+        tokens = tokens.view(-1)
 
-    answer(torch.ones_like(done))  # the sentences still in the batch: done, or at their length limit
+    beams.record_answers(answers, torch.ones_like(beams.done))  # those still in the batch: done, or at their limit
     return strip_at_eos(answers)
 
 

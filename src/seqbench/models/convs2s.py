@@ -126,8 +126,9 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x, g, encoder_out, history=None):
         """x [B,T,Cin] layer input, g [B,T,E] target embeddings. Full sequence: history None, the conv input is
-        left-padded with k-1 zeros (causal). Incremental (T=1): history [B,k-1,Cin] holds the previous k-1 inputs.
-        Returns the output [B,T,C], attention [B,T,S] and the last k-1 conv inputs (the next step's history)."""
+        left-padded with k-1 zeros (causal). Incremental: history [B,k-1,Cin] holds the previous k-1 inputs.
+        Returns the output [B,T,C], attention [B,T,S] and the last k-1 conv inputs (the next step's history).
+        Incremental with T>1 works the same way: the window is the history followed by the T new inputs."""
         r = self.residual(x)
         x = self.dropout(x)
         k = self.kernel_width
@@ -175,21 +176,21 @@ class ConvS2S(Seq2Seq):
         z = z.detach() + (z - z.detach()) * scale
         return {"memory": z, "memory_plus_embed": (z + e) * SQRT_HALF, "mask": src_mask}
 
-    def _decode(self, tgt: torch.Tensor, encoder_out: dict, offset: int = 0, history: list | None = None):
-        """tgt [B,T] -> logits [B,T,V], attention [B,L,1,T,S], each layer's last k-1 conv inputs."""
-        g = self.tgt_embed(tgt, offset)  # [B,T,E], also the g_i of every layer's attention
+    def decode(self, tgt_in: torch.Tensor, encoder_out: dict, state: dict | None = None,
+               return_attention: bool = False):
+        history = None if state is None else state["history"]  # each layer's last k-1 inputs [B,k-1,Cin]
+        g = self.tgt_embed(tgt_in, 0 if state is None else state["step"])  # [B,T,E], also every layer's g_i
         x = self.fc_in(g)
-        attention, new_history = [], []
+        attention = []
         for i, layer in enumerate(self.layers):
             x, a, h = layer(x, g, encoder_out, None if history is None else history[i])
-            attention.append(a)
-            new_history.append(h)
+            attention.append(a)  # [B,T,S]: computed anyway (it feeds the layer's output)
+            if state is not None:
+                history[i] = h
+        if state is not None:
+            state["step"] += tgt_in.size(1)
         logits = self.output(self.dropout(self.fc_out(x)))  # [B,T,V]
-        return logits, torch.stack(attention, dim=1)[:, :, None], new_history
-
-    def decode(self, tgt_in: torch.Tensor, encoder_out: dict, return_attention: bool = False):
-        logits, attention, _ = self._decode(tgt_in, encoder_out)
-        return (logits, attention) if return_attention else logits
+        return (logits, torch.stack(attention, dim=1)[:, :, None]) if return_attention else logits  # [B,L,1,T,S]
 
     def init_state(self, encoder_out: dict) -> dict:
         # Zeros stand for the causal left padding before the first token, as in the full-sequence convolution.
@@ -197,12 +198,6 @@ class ConvS2S(Seq2Seq):
         history = [memory.new_zeros(memory.size(0), layer.kernel_width - 1, layer.conv.in_channels)
                    for layer in self.layers]  # [B,k-1,Cin] per layer
         return {"step": 0, "history": history}
-
-    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict, need_attention: bool = False):
-        logits, attention, history = self._decode(tokens[:, None], encoder_out, state["step"], state["history"])
-        state = {"step": state["step"] + 1, "history": history}
-        # Every layer's attention feeds its output, so it is computed anyway; it is returned only when asked.
-        return logits[:, 0], state, attention[:, :, :, 0] if need_attention else None  # [B,V], state, [B,L,1,S]
 
     # reorder_state: the generic index_select(0) over the history buffers is exactly right (step is an int).
 

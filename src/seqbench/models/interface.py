@@ -3,28 +3,32 @@
 Shapes: B batch, S source length, T target length, V target vocabulary, L layers, H heads.
 Masks are boolean and True on real (non-pad) tokens.
 
-    encode(src [B,S], src_mask [B,S]) -> encoder_out: dict of batch-first tensors; always has "mask" [B,S]
-    decode(tgt_in [B,T], encoder_out, return_attention=False)
-        -> logits [B,T,V]                        (teacher forcing, causal: logits[:, t] sees tgt_in[:, :t+1] only)
-        -> (logits, attention [B,L,H,T,S])       when return_attention
-    init_state(encoder_out) -> state              incremental-decoding state before the first step
-    decode_step(tokens [B], encoder_out, state, need_attention=False)
-        -> (logits [B,V], state, attention [B,L,H,S] or None)
-                                                  feeding tgt_in[:, t] at step t gives decode(...)[:, t]; attention
-                                                  only when asked (None otherwise), so search stays on fused kernels
-    reorder_state(state, indices [B']) -> state   beam search: row i of the new state is row indices[i] of the old
-    expand_encoder_out(encoder_out, beam) -> encoder_out with every row repeated `beam` times (row-major)
+    encode(src [B,S], src_mask [B,S]) -> encoder_out
+        encoder_out: a dict (nesting dicts/lists/tuples) of batch-first tensors, always with "mask" [B,S]; everything
+        the decoder derives from the source alone (e.g. cross-attention keys/values) is computed here, once per
+        sentence, so the decoding state below never holds it
+    decode(tgt_in [B,T], encoder_out, state=None, return_attention=False)
+        -> logits [B,T,V]                         causal: logits[:, t] sees tgt_in[:, :t+1] only
+        -> (logits, attention [B,L,H,T,S])        when return_attention (None for a family without attention)
+        state=None: tgt_in is the whole teacher-forced target (training, scoring, attention maps).
+        state from init_state: tgt_in continues the tokens the state has consumed (T=1 per search step, or more),
+        the state is updated in place, and the logits are those of the full sequence at the same positions:
+        decode(tgt[:, :a], enc, state) then decode(tgt[:, a:], enc, state) give decode(tgt, enc)[:, :a] and [:, a:].
+        Attention weights are computed only when asked, so search stays on fused kernels.
+    init_state(encoder_out) -> state              a dict: what decoding accumulates, before the first token
+    reorder_state(state, indices [B'])            in place: row i of the state becomes row indices[i] of the old one
+    reorder_encoder_out(encoder_out, indices [B']) -> encoder_out with row i = row indices[i] of the old one
 
-A model may update a state in place (the Transformer writes each step into preallocated key/value buffers), so only
-the state that decode_step or reorder_state returned last is valid: decode one branch per state.
+Beam search calls `reorder_encoder_out` once to repeat every sentence's row `beam` times (row-major), and
+`reorder_state` after every step with each new row taken from a row of the same sentence. When finished sentences
+leave the batch, search says so explicitly: it calls `reorder_encoder_out` with the rows it keeps, and its
+`reorder_state` indices have fewer rows (B' < B). As the state holds nothing derived from the source alone,
+`reorder_state` is the same row gather either way, and nothing has to be inferred from row counts.
 
-`indices` given to `reorder_state` never move a hypothesis to a different source sentence: either a beam's reordering
-(as many rows as before, each from a row of the same sentence), so anything a model derives from `encoder_out` alone
-(e.g. cross-attention keys) may be kept out of it, or fewer rows than before, when finished sentences leave the batch
-(the search selects `encoder_out` with the same indices): then the encoder-derived state must be selected as well.
+A model may update a state's tensors in place (the Transformer writes each step into preallocated key/value
+buffers), so only the latest state is valid: decode one branch per state.
 
-Attention rows are probability distributions over source positions: non-negative, zero on padding, summing to 1
-(architectures without attention return None).
+Attention rows are probability distributions over source positions: non-negative, zero on padding, summing to 1.
 
 Besides the tensors, each family answers what the harness needs to know about it (fairseq keeps such knowledge
 beside each architecture), so a new family is one model file plus one YAML:
@@ -61,29 +65,25 @@ def index_batch(tree: Any, indices: torch.Tensor) -> Any:
 
 
 class Seq2Seq(nn.Module):
-    """Base class: subclasses implement encode/decode/init_state/decode_step; reordering is generic by default."""
+    """Base class: subclasses implement encode/decode/init_state; reordering is generic by default."""
 
     src_vocab_size: int
     tgt_vocab_size: int
 
-    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
         raise NotImplementedError
 
-    def decode(self, tgt_in: torch.Tensor, encoder_out: dict, return_attention: bool = False):
+    def decode(self, tgt_in: torch.Tensor, encoder_out: dict, state: dict | None = None,
+               return_attention: bool = False):
         raise NotImplementedError
 
     def init_state(self, encoder_out: dict) -> dict:
         raise NotImplementedError
 
-    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict, need_attention: bool = False):
-        raise NotImplementedError
+    def reorder_state(self, state: dict, indices: torch.Tensor) -> None:
+        state.update(index_batch(state, indices))
 
-    def reorder_state(self, state: dict, indices: torch.Tensor) -> dict:
-        return index_batch(state, indices)
-
-    def expand_encoder_out(self, encoder_out: dict, beam: int) -> dict:
-        batch = encoder_out["mask"].size(0)
-        indices = torch.arange(batch, device=encoder_out["mask"].device).repeat_interleave(beam)
+    def reorder_encoder_out(self, encoder_out: dict, indices: torch.Tensor) -> dict:
         return index_batch(encoder_out, indices)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:

@@ -174,14 +174,15 @@ class RNNSeq2Seq(Seq2Seq):
         """Luong's h~ = tanh(W_c [s; c]) [B,T,H], or the deep output tanh(W_o [s; c; E y]) [B,T,E]."""
         return self.dropout(torch.tanh(self.readout(torch.cat([s, ctx] if self.luong else [s, ctx, emb], -1))))
 
-    def decode(self, tgt_in: torch.Tensor, encoder_out: dict, return_attention: bool = False):
+    def decode(self, tgt_in: torch.Tensor, encoder_out: dict, state: dict | None = None,
+               return_attention: bool = False):
         emb = self.dropout(self.tgt_embed(tgt_in))  # [B,T,E]
-        hx = self._hx(encoder_out)
-        if not self.sequential:  # none / Luong without input feeding: one fused RNN call over the whole target
-            s, ctx, weights, _ = self._recur(emb, encoder_out, hx, None)
+        start = self.init_state(encoder_out) if state is None else state
+        hx, feed = self._hx(start), start.get("feed")  # feed: h~_{t-1} [B,H] with input feeding, else None
+        if not self.sequential:  # none / Luong without input feeding: one fused RNN call over all T tokens
+            s, ctx, weights, hx = self._recur(emb, encoder_out, hx, None)
             readout = self._readout(s, ctx, emb)
         else:  # attention feeds the recurrence: loop over time, batch the rest afterwards
-            feed = emb.new_zeros(emb.size(0), self.hidden_size) if self.input_feeding else None
             steps = []
             for t in range(emb.size(1)):
                 s, ctx, w, hx = self._recur(emb[:, t:t + 1], encoder_out, hx, feed)
@@ -189,8 +190,13 @@ class RNNSeq2Seq(Seq2Seq):
                     s = self._readout(s, ctx, None)
                     feed = s[:, 0]
                 steps.append((s, ctx, w))
-            s, ctx, weights = (torch.cat(x, 1) for x in zip(*steps))
+            # one step (search) needs no concatenation
+            s, ctx, weights = steps[0] if len(steps) == 1 else (torch.cat(x, 1) for x in zip(*steps))
             readout = s if self.input_feeding else self._readout(s, ctx, emb)
+        if state is not None:
+            state.update(self._batch_first(hx))
+            if self.input_feeding:
+                state["feed"] = feed
         logits = self.output(self.pre_output(readout))  # [B,T,V]
         if return_attention:
             return logits, None if weights is None else weights[:, None, None]  # [B,1,1,T,S]
@@ -202,16 +208,7 @@ class RNNSeq2Seq(Seq2Seq):
             state["feed"] = encoder_out["hidden"].new_zeros(encoder_out["hidden"].size(0), self.hidden_size)
         return state
 
-    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict, need_attention: bool = False):
-        emb = self.dropout(self.tgt_embed(tokens[:, None]))  # [B,1,E]
-        s, ctx, weights, hx = self._recur(emb, encoder_out, self._hx(state), state.get("feed"))
-        readout = self._readout(s, ctx, emb)  # [B,1,*]
-        new_state = self._batch_first(hx)
-        if self.input_feeding:
-            new_state["feed"] = readout[:, 0]
-        logits = self.output(self.pre_output(readout[:, 0]))  # [B,V]
-        # The weights come with the context vector anyway; returned only when asked.
-        return logits, new_state, weights[:, None, None, 0] if need_attention and weights is not None else None
+    # reorder_state: the generic index_select(0) over the batch-first hidden/cell/feed tensors is exactly right.
 
     @classmethod
     def validate_config(cls, cfg) -> None:

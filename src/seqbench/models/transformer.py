@@ -1,8 +1,8 @@
 """The Transformer of "Attention Is All You Need" (Vaswani et al. 2017), written from scratch.
 
 Attention goes through F.scaled_dot_product_attention (fused kernels on GPU); explicit softmax weights are computed
-only when a caller asks for them (visualisation). Incremental decoding caches each layer's self-attention keys and
-values in preallocated buffers (KVCache), and the cross-attention keys/values are computed once per sentence.
+only when a caller asks for them (visualisation). The cross-attention keys/values are computed once per sentence, in
+`encode`; incremental decoding caches each layer's self-attention keys and values in preallocated buffers (KVCache).
 
 Positions (`positions`): "sinusoidal" (the paper's fixed table, added to the embeddings), "learned" (a trained
 table, as in ConvS2S and BERT; rows past the longest training sentence stay at their random initialisation), or
@@ -112,19 +112,20 @@ class MultiHeadAttention(nn.Module):
         return (self.rotary(k, offset) if self.rotary is not None else k), self._split(v)
 
     def forward(self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-                causal: bool = False, need_weights: bool = False, offset: int = 0):
+                causal: bool = False, return_attention: bool = False, offset: int = 0):
         """x [B,T,D] (at positions offset..) attends over k, v [B,H,S,Dh]; mask [B,1,1,S] or [B,1,T,S] is True where
-        attending is allowed."""
+        attending is allowed. causal: query t sees keys up to its own position, the T queries being the last T of the
+        S keys (keys before them come from a cache). -> (y [B,T,D], weights [B,H,T,S] when return_attention)"""
         q = self._split(self.query(x))
         if self.rotary is not None:
             q = self.rotary(q, offset)
         weights = None
         dropout = self.dropout if self.training else 0.0
-        if need_weights:
+        t, s = q.size(2), k.size(2)
+        if causal and (return_attention or t != s):  # SDPA's is_causal aligns the queries to the first keys
+            mask, causal = torch.ones(t, s, dtype=torch.bool, device=x.device).tril(s - t), False
+        if return_attention:
             scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)  # [B,H,T,S]
-            if causal:
-                t, s = scores.shape[-2:]
-                mask = torch.ones(t, s, dtype=torch.bool, device=x.device).tril(s - t)
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = scores.softmax(-1)
@@ -173,19 +174,19 @@ class DecoderLayer(nn.Module):
         self.ff = FeedForward(d_model, d_ff, dropout)
         self.sub_self, self.sub_cross, self.sub_ff = (Sublayer(d_model, dropout, norm_first) for _ in range(3))
 
-    def forward(self, x, cross_kv, src_mask, cache: KVCache | None = None, need_weights=False):
-        """x [B,T,D] -> (x [B,T,D], cross-attention weights or None). With a cache (incremental decoding) x is the
-        newest position: its keys and values are appended to the cache, and it attends over all of them."""
+    def forward(self, x, cross_kv, src_mask, cache: KVCache | None = None, return_attention=False):
+        """x [B,T,D] -> (x [B,T,D], cross-attention weights [B,H,T,S] or None). With a cache (incremental decoding)
+        x holds the newest positions: their keys and values are appended to the cache, and they attend over it."""
         def self_attention(h):
             offset = 0 if cache is None else cache.length  # positions already cached
             k, v = self.self_attn.keys_values(h, offset)
             if cache is not None:
                 k, v = cache.append(k, v)
-            # A new single position may see the whole cache; a full sequence needs the causal mask.
-            return self.self_attn(h, k, v, causal=cache is None and h.size(1) > 1, offset=offset)[0]
+            # A single new position may see the whole cache; several need the causal mask.
+            return self.self_attn(h, k, v, causal=h.size(1) > 1, offset=offset)[0]
 
         def cross_attention(h):
-            y, w = self.cross_attn(h, *cross_kv, mask=src_mask, need_weights=need_weights)
+            y, w = self.cross_attn(h, *cross_kv, mask=src_mask, return_attention=return_attention)
             weights.append(w)
             return y
 
@@ -223,14 +224,14 @@ class KVCache:
             k[:, :, :self.length], v[:, :, :self.length] = self.k[:, :, :self.length], self.v[:, :, :self.length]
         self.k, self.v, self.spare_k, self.spare_v = k, v, None, None
 
-    def reorder(self, indices: torch.Tensor) -> KVCache:
+    def reorder(self, indices: torch.Tensor) -> None:
         """Row i becomes row indices[i] (indices [B'], any B')."""
         if self.k is None:
-            return self
+            return
         if self.k.requires_grad:  # decoding outside no_grad: an out= argument cannot record gradients
             self.k, self.v = self.k.index_select(0, indices), self.v.index_select(0, indices)
             self.spare_k = self.spare_v = None
-            return self
+            return
         shape = (indices.size(0), *self.k.shape[1:])
         if self.spare_k is None or self.spare_k.shape != shape:
             self.spare_k, self.spare_v = self.k.new_empty(shape), self.v.new_empty(shape)
@@ -238,7 +239,6 @@ class KVCache:
         torch.index_select(self.k[:, :, filled], 0, indices, out=self.spare_k[:, :, filled])
         torch.index_select(self.v[:, :, filled], 0, indices, out=self.spare_v[:, :, filled])
         self.k, self.spare_k, self.v, self.spare_v = self.spare_k, self.k, self.spare_v, self.v
-        return self
 
 
 class Transformer(Seq2Seq):
@@ -273,50 +273,36 @@ class Transformer(Seq2Seq):
         if tie_output_embeddings:
             self.output.weight = self.tgt_embed.tokens.weight
 
-    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
         attn_mask = src_mask[:, None, None, :]  # [B,1,1,S]
         x = self.src_embed(src)  # [B,S,D]
         for layer in self.encoder_layers:
             x = layer(x, attn_mask)
-        return {"memory": self.encoder_norm(x), "mask": src_mask}
+        memory = self.encoder_norm(x)  # [B,S,D]
+        # Every decoder layer's cross-attention keys and values: 2 x [B,H,S,Dh] per layer, once per sentence.
+        return {"mask": src_mask, "cross_kv": [layer.cross_attn.keys_values(memory) for layer in self.decoder_layers]}
 
-    def _cross_kv(self, encoder_out: dict) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        return [layer.cross_attn.keys_values(encoder_out["memory"]) for layer in self.decoder_layers]
-
-    def decode(self, tgt_in: torch.Tensor, encoder_out: dict, return_attention: bool = False):
-        src_mask = encoder_out["mask"][:, None, None, :]
-        x = self.tgt_embed(tgt_in)  # [B,T,D]
+    def decode(self, tgt_in: torch.Tensor, encoder_out: dict, state: dict | None = None,
+               return_attention: bool = False):
+        src_mask = encoder_out["mask"][:, None, None, :]  # [B,1,1,S]
+        caches = state["self_kv"] if state is not None else [None] * len(self.decoder_layers)
+        x = self.tgt_embed(tgt_in, offset=0 if state is None else state["step"])  # [B,T,D]
         weights = []
-        for layer, cross_kv in zip(self.decoder_layers, self._cross_kv(encoder_out)):
-            x, w = layer(x, cross_kv, src_mask, need_weights=return_attention)
+        for layer, cross_kv, cache in zip(self.decoder_layers, encoder_out["cross_kv"], caches):
+            # Explicit weights take the unfused path: only when a caller wants to see them.
+            x, w = layer(x, cross_kv, src_mask, cache=cache, return_attention=return_attention)
             weights.append(w)
+        if state is not None:
+            state["step"] += tgt_in.size(1)
         logits = self.output(self.decoder_norm(x))  # [B,T,V]
-        return (logits, torch.stack(weights, dim=1)) if return_attention else logits
+        return (logits, torch.stack(weights, dim=1)) if return_attention else logits  # attention [B,L,H,T,S]
 
     def init_state(self, encoder_out: dict) -> dict:
-        return {"step": 0, "self_kv": [KVCache() for _ in self.decoder_layers],
-                "cross_kv": self._cross_kv(encoder_out)}
+        return {"step": 0, "self_kv": [KVCache() for _ in self.decoder_layers]}  # step: target positions consumed
 
-    def decode_step(self, tokens: torch.Tensor, encoder_out: dict, state: dict, need_attention: bool = False):
-        src_mask = encoder_out["mask"][:, None, None, :]
-        x = self.tgt_embed(tokens[:, None], offset=state["step"])  # [B,1,D]
-        weights = []
-        for layer, cross_kv, cache in zip(self.decoder_layers, state["cross_kv"], state["self_kv"]):
-            # Explicit weights take the unfused path: only when a caller wants to see them.
-            x, w = layer(x, cross_kv, src_mask, cache=cache, need_weights=need_attention)
-            weights.append(w[:, :, 0] if need_attention else None)
-        logits = self.output(self.decoder_norm(x[:, 0]))  # [B,V]
-        state = {"step": state["step"] + 1, "self_kv": state["self_kv"], "cross_kv": state["cross_kv"]}
-        return logits, state, torch.stack(weights, dim=1) if need_attention else None  # attention [B,L,H,S]
-
-    def reorder_state(self, state: dict, indices: torch.Tensor) -> dict:
-        # Cross-attention keys/values depend only on the source sentence: a beam's reordering (same rows, same
-        # sentences) keeps them; only a batch that drops finished sentences selects them too.
-        cross_kv = state["cross_kv"]
-        if indices.size(0) != cross_kv[0][0].size(0):  # finished sentences left the batch: theirs go too
-            cross_kv = [(k.index_select(0, indices), v.index_select(0, indices)) for k, v in cross_kv]
-        return {"step": state["step"], "self_kv": [cache.reorder(indices) for cache in state["self_kv"]],
-                "cross_kv": cross_kv}
+    def reorder_state(self, state: dict, indices: torch.Tensor) -> None:
+        for cache in state["self_kv"]:
+            cache.reorder(indices)
 
     @classmethod
     def validate_config(cls, cfg) -> None:
