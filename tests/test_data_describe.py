@@ -55,7 +55,7 @@ def test_describe_errors_are_one_line(tmp_path, capsys):
         "(public-domain translations only)"]
     status, _, err = seqbench_cli(["data", "describe", "data=nonexistent"], capsys)
     lines = err.strip().splitlines()
-    assert status == 2 and len(lines) == 1 and lines[0].startswith("error: data=nonexistent: no such config")
+    assert status == 2 and len(lines) == 1 and lines[0].startswith("error: data='nonexistent': allowed values are")
     assert "synthetic" in lines[0]
     assert seqbench_cli(["data", "summarise"], capsys)[0] == 2
 

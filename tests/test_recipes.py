@@ -39,5 +39,6 @@ def test_a_model_preset_without_a_recipe_file_is_one_error_line(tmp_path, capsys
                                      f"hydra.run.dir={tmp_path / 'run'}"], capsys)
     assert status != 0
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:") and "recipe" in lines[0] and "mine" in lines[0], err
+    assert len(lines) == 1 and lines[0].startswith("error: recipe='mine':"), err
+    assert "add conf/recipe/mine.yaml" in lines[0] and "recipe=none" in lines[0]
     assert not (tmp_path / "run" / "checkpoints").exists()

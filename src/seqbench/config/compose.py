@@ -113,6 +113,9 @@ def missing_config(error) -> ConfigError:
                 break
         options = _options(loader, group)
         allowed = f"allowed values are {', '.join(options)}" if options else f"{group} has no configs"
+        if group == "recipe":  # train.yaml's `recipe: ${model}`: the model preset has no recipe file yet
+            allowed += (f" (recipe follows the model preset's name unless given: add conf/recipe/{choice}.yaml, "
+                        "whose `defaults: [none]` trains with train.yaml's, or pass recipe=none)")
         return f"{group}={choice!r}: {allowed}"
 
     return ConfigError(with_config_loader(described))
