@@ -1,6 +1,7 @@
 # The torch.compile measurement of docs/speed.md: greedy decoding of 100 sentences of exactly 23 tokens, eager against
 # the compiled decode step (dynamic shapes), eager measured again after it to show the host's drift.
 # Run from the repo root with the project installed: python docs/results/bench/2026-12-03_compile.py
+# Written against the decoding interface of its day (commit 5160369: decode_step, since folded into decode).
 import time
 from dataclasses import replace
 
