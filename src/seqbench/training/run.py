@@ -368,5 +368,5 @@ def _print_summary(results: dict) -> None:
         table.add_row("MFU", peaks.mfu_text(results["flops"]))
     table.add_row("peak memory", f"{results['peak_memory_mb']:,.0f} MB")
     table.add_row("wall time", f"{results['wall_time_s']:.0f} s")
-    table.add_row("run directory", results["run_dir"])
     Console(width=max(100, int(os.environ.get("COLUMNS", 100)))).print(table)
+    print(f"run directory: {results['run_dir']}", flush=True)  # outside the table: a long path is never cut
