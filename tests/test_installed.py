@@ -53,7 +53,8 @@ def test_the_packages_pyproject_names_are_every_package_under_src():
 
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     assert sorted(listed) == sorted([*find_packages(str(ROOT / "src")), "seqbench.conf"])
-    assert not (ROOT / "conf").exists()  # one copy of the configs: the top-level conf/
+    # one copy of the configs: the top-level conf/, shipped as seqbench/conf by the build's package-dir mapping
+    assert (ROOT / "conf" / "train.yaml").is_file() and not (ROOT / "src" / "seqbench" / "conf").exists()
 
 
 def test_help_lists_every_command(installed, tmp_path):

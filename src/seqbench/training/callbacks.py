@@ -247,6 +247,10 @@ class ResumeState(L.Callback):
         resume = getattr(trainer.datamodule, "resume_training_at", None)
         if resume is not None:
             resume(self.epoch, self.batches_done)
+            # A train loader Lightning built already (trainer.estimated_stepping_batches builds it and its iterator)
+            # holds the epoch's start: drop it, so the fit loop builds the resumed one.
+            if getattr(trainer.fit_loop, "_combined_loader", None) is not None:
+                trainer.fit_loop._combined_loader = None
         if self.epoch_finished:
             # The next epoch's DataLoader iterator, created after this hook, draws its seed from the torch generator,
             # as the uninterrupted run's did after the checkpoint.

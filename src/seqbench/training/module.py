@@ -175,6 +175,9 @@ class Seq2SeqModule(L.LightningModule):
         optimizer = self.optimizer_factory(self.model.parameters())
         if self.scheduler_factory is None:
             return optimizer
-        # A budget in epochs (max_steps=-1) leaves the schedule's total_steps unset: the updates those epochs make.
-        scheduler = self.scheduler_factory(optimizer, default_total_steps=int(self.trainer.estimated_stepping_batches))
+        # A budget in epochs (max_steps=-1) leaves the schedule's total_steps unset: the updates those epochs make,
+        # asked only then. Lightning estimates them by building the train loader and its iterator, before a resumed
+        # run's ResumeState can place the sampler mid-epoch (which then rebuilds the loader).
+        scheduler = self.scheduler_factory(optimizer,
+                                           default_total_steps=lambda: int(self.trainer.estimated_stepping_batches))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

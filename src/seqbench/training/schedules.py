@@ -42,12 +42,13 @@ def constant(warmup_steps: int = 0) -> Callable[[int], float]:
 
 
 def schedule(optimizer: Optimizer, kind: str = "inverse_sqrt", warmup_steps: int = 0, total_steps: int | None = None,
-             min_factor: float = 0.0, default_total_steps: int | None = None) -> LambdaLR:
+             min_factor: float = 0.0, default_total_steps: Callable[[], int] | int | None = None) -> LambdaLR:
     """The `kind` schedule (KINDS) over `optimizer`; `total_steps` and `min_factor` are the cosine's (LambdaLR's step
     0 is the first update, which already gets a non-zero lr). `default_total_steps`: the cosine's horizon when
-    total_steps is unset or below 1 (a budget in epochs: the trainer's estimate of the updates they make)."""
-    if total_steps is None or total_steps < 1:
-        total_steps = default_total_steps
+    total_steps is unset or below 1 (a budget in epochs: the trainer's estimate of the updates they make), or a
+    function giving it, asked only then."""
+    if (total_steps is None or total_steps < 1) and kind == "cosine":
+        total_steps = default_total_steps() if callable(default_total_steps) else default_total_steps
     if kind == "inverse_sqrt":
         factor = inverse_sqrt(warmup_steps)
     elif kind == "cosine":
