@@ -13,11 +13,16 @@ HERE = Path(__file__).parent
 
 
 def scores(precision: str, split: str) -> dict[int, float]:
+    """{seed: BLEU} of the runs that completed their 1,000 updates (a run cut by the wall-clock guard is left out)."""
     found = {}
     for path in sorted(HERE.glob(f"{precision}-seed*/results.json")):
         results = json.loads(path.read_text())
-        if results.get("status") == "completed":
-            found[int(path.parent.name.rsplit("seed", 1)[1])] = results[split]["bleu"]
+        train = results.get("train", {})
+        if results.get("status") != "completed" or train.get("steps") != train.get("max_steps"):
+            print(f"left out: {path.parent.name} ({train.get('steps')} of {train.get('max_steps')} updates, "
+                  f"stopped by {train.get('stopped_by')})")
+            continue
+        found[int(path.parent.name.rsplit("seed", 1)[1])] = results[split]["bleu"]
     return found
 
 
