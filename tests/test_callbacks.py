@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from seqbench.common.tokens import PAD_ID
-from seqbench.training.callbacks import TrainThroughput
+from seqbench.training.callbacks import ResumeState, TrainThroughput
 
 
 def _batch(src_lengths: list[int], tgt_lengths: list[int]) -> dict:
@@ -43,3 +43,20 @@ def test_training_flops_are_summed_per_batch_at_its_own_mean_lengths():
     resumed = TrainThroughput()
     resumed.restore(callback.state_dict())
     assert resumed.train_flops == callback.train_flops
+
+
+@pytest.mark.parametrize("built_early", [True, False])
+def test_a_resumed_run_places_the_sampler_and_drops_a_train_loader_built_before_it(built_early):
+    """Lightning builds the train loader and its iterator when something asks trainer.estimated_stepping_batches
+    before fit starts (a cosine schedule over an epoch budget): that loader starts its epoch at the first batch, so
+    ResumeState must drop it for the fit loop to build the resumed one (the integration test in test_resume.py
+    covers a max_steps budget end to end)."""
+    placed = []
+    datamodule = SimpleNamespace(resume_training_at=lambda epoch, done: placed.append((epoch, done)))
+    fit_loop = SimpleNamespace(_combined_loader=object() if built_early else None)
+    trainer = SimpleNamespace(datamodule=datamodule, fit_loop=fit_loop)
+    callback = ResumeState("last.ckpt")
+    callback.load_state_dict({"epoch": 1, "batches_done": 3, "epoch_finished": False, "rng": {}})
+    callback.on_fit_start(trainer, None)
+    assert placed == [(1, 3)] and fit_loop._combined_loader is None
+
