@@ -108,8 +108,13 @@ def test_levelling_is_the_expected_best_of_k_configurations_per_finished_rung():
     records |= _records(config, "a", {(2, 30): 20.0, (7, 30): 30.0, (3, 30): 10.0, (4, 30): None})
     rungs = halving.levelling(config, "a", records)
     assert [r["updates_spent"] for r in rungs] == [80, 80 + 4 * 20] and rungs[1]["best"] == 30.0
+    # promoted 2, 7, 3, 4 scored 9, 8, 7, 7 at rung 0 and 20, 30, 10, 0 (failed) at rung 1: ranks (4, 3, 1.5, 1.5)
+    # against (3, 4, 2, 1), Spearman's rho by hand: the Pearson correlation of the ranks, deviations from 2.5
+    # (1.5, 0.5, -1, -1) and (0.5, 1.5, -0.5, -1.5): 3.5 / sqrt(4.5 * 5)
+    assert "rank_correlation" not in rungs[0]
+    assert rungs[1]["rank_correlation"] == pytest.approx(3.5 / math.sqrt(4.5 * 5))
     text = "\n".join(halving._levelling_table(rungs))
-    assert "| 30 | 160 | 1: 15.00, 2: 21.25, 4: 26.17 | 30.00 |" in text
+    assert "| 30 | 160 | 1: 15.00, 2: 21.25, 4: 26.17 | 30.00 | 0.74 |" in text
 
 
 def test_families_interleave_and_a_family_waits_for_its_whole_rung():

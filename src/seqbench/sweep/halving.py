@@ -371,18 +371,29 @@ def levelling(config: dict, family: str, records: dict[str, Record]) -> list[dic
     """Whether each finished rung of a family's search levelled off (Dodge et al. 2019, by updates): per rung, the
     updates the search had spent when the rung was complete and the expected best validation score of k of the
     rung's configurations (k = 1, a quarter, a half, all; failed jobs score 0), so E[best of n/2] close to
-    E[best of n] says more configurations at that rung would have found little more."""
-    out, spent = [], 0
+    E[best of n] says more configurations at that rung would have found little more. From the second rung on,
+    `rank_correlation`: Spearman's rho between the promoted configurations' scores at the previous rung and at this
+    one, how well the cheaper rung ranked what it promoted (among the promoted only: a restricted range)."""
+    from scipy.stats import spearmanr
+
+    out, spent, previous = [], 0, {}
+    seed = config["constants"]["seed"]
     for rung in progress(config, family, records)["rungs"]:
         if not rung["complete"]:
             break
-        keys = [Job(family, "search", i, rung["steps"], config["constants"]["seed"]).key
-                for i in rung["configurations"]]
-        spent += sum(_spent(config, records[key]) for key in keys)
-        scores = [max(_score(records[key]), 0.0) for key in keys]
-        ks = sorted({1, max(1, len(scores) // 4), max(1, len(scores) // 2), len(scores)})
-        out.append({"steps": rung["steps"], "updates_spent": spent, "configurations": len(scores),
-                    "expected_best": {k: expected_best(scores, k)[0] for k in ks}, "best": max(scores)})
+        keys = {i: Job(family, "search", i, rung["steps"], seed).key for i in rung["configurations"]}
+        spent += sum(_spent(config, records[key]) for key in keys.values())
+        scores = {i: max(_score(records[key]), 0.0) for i, key in keys.items()}
+        n = len(scores)
+        ks = sorted({1, max(1, n // 4), max(1, n // 2), n})
+        row = {"steps": rung["steps"], "updates_spent": spent, "configurations": n,
+               "expected_best": {k: expected_best(list(scores.values()), k)[0] for k in ks},
+               "best": max(scores.values())}
+        if previous and n >= 3:
+            rho = spearmanr([previous[i] for i in scores], list(scores.values())).statistic
+            row["rank_correlation"] = None if math.isnan(rho) else float(rho)
+        out.append(row)
+        previous = scores
     return out
 
 
@@ -428,8 +439,11 @@ def _levelling_table(rungs: list[dict]) -> list[str]:
         return []
     lines = ["", "Did the search level off? Expected best validation BLEU of k of a rung's configurations (Dodge et "
              "al. 2019; failed jobs 0), with the updates spent when the rung was complete:", "",
-             "| rung (updates) | updates spent | E[best of k] (k = 1, n/4, n/2, n) | best |", "|---|---|---|---|"]
+             "| rung (updates) | updates spent | E[best of k] (k = 1, n/4, n/2, n) | best | rank correlation with the "
+             "previous rung (Spearman, promoted only) |", "|---|---|---|---|---|"]
     for rung in rungs:
         cells = ", ".join(f"{k}: {value:.2f}" for k, value in rung["expected_best"].items())
-        lines.append(f"| {rung['steps']:,} | {rung['updates_spent']:,} | {cells} | {rung['best']:.2f} |")
+        rho = rung.get("rank_correlation")
+        lines.append(f"| {rung['steps']:,} | {rung['updates_spent']:,} | {cells} | {rung['best']:.2f} | "
+                     f"{'—' if rho is None else f'{rho:.2f}'} |")
     return lines
