@@ -141,6 +141,9 @@ class FixedDistribution:
     def encode(self, src, src_mask):
         return {"mask": src_mask}
 
+    def expand_encoder_out(self, encoder_out, k):
+        return encoder_out  # its logits read nothing from the source
+
     def reorder_encoder_out(self, encoder_out, indices):
         return {"mask": encoder_out["mask"][indices]}
 

@@ -34,6 +34,9 @@ class EosBias(Seq2Seq):
     def reorder_state(self, state, indices):
         self.inner.reorder_state(state, indices)
 
+    def expand_encoder_out(self, encoder_out, k):
+        return self.inner.expand_encoder_out(encoder_out, k)
+
     def reorder_encoder_out(self, encoder_out, indices):
         return self.inner.reorder_encoder_out(encoder_out, indices)
 

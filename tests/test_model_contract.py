@@ -111,6 +111,35 @@ def test_sentences_leave_the_batch_mid_sentence(case):
 
 
 @pytest.mark.parametrize("case", CASES)
+def test_expanded_rows_decode_their_own_sentence(case):
+    """After expand_encoder_out(k), row b*k+j decodes against sentence b, whatever the other rows hold; when
+    sentences leave (reorder_encoder_out of the kept sentences), their rows decode on as before. Each row's target
+    differs, so a row reading another sentence's or hypothesis's data changes its logits."""
+    model = build_tiny_model(case)
+    src, mask, _ = _batch(lengths=(7, 4, 5))
+    k = 3
+    tgt = random_batch([4] * 9, tgt_len=6, seed=1)[2]  # [B*k,T]: a different target per row
+    enc = model.encode(src, mask)
+    rows = torch.arange(3).repeat_interleave(k)
+    expected = model.decode(tgt, model.encode(src[rows], mask[rows]))  # every row with its own copy
+    expanded = model.expand_encoder_out(enc, k)
+    torch.testing.assert_close(model.decode(tgt, expanded), expected, atol=1e-5, rtol=1e-5)
+    _, attention = model.decode(tgt, expanded, return_attention=True)
+    _, expected_attention = model.decode(tgt, model.encode(src[rows], mask[rows]), return_attention=True)
+    if attention is not None:
+        torch.testing.assert_close(attention, expected_attention, atol=1e-5, rtol=1e-5)
+    state = model.init_state(expanded)
+    model.decode(tgt[:, :2], expanded, state)
+    keep = torch.tensor([2, 0])
+    kept_rows = (keep[:, None] * k + torch.arange(k)).view(-1)
+    expanded = model.reorder_encoder_out(expanded, keep)
+    model.reorder_state(state, kept_rows)
+    for t in range(2, 6):
+        step = model.decode(tgt[kept_rows, t:t + 1], expanded, state)
+        torch.testing.assert_close(step, expected[kept_rows, t:t + 1], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_beam_one_equals_greedy(case):
     model = build_tiny_model(case)
     src, mask, _ = _batch(lengths=(7, 3, 5, 6))

@@ -202,8 +202,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
     exactly greedy search.
     """
     k, batch, device = cfg.beam_size, src.size(0), src.device
-    expand = torch.arange(batch, device=device).repeat_interleave(k)  # row b*k+j: hypothesis j of sentence b
-    encoder_out = model.reorder_encoder_out(model.encode(src, src_mask), expand)
+    encoder_out = model.expand_encoder_out(model.encode(src, src_mask), k)  # row b*k+j: hypothesis j of sentence b
     state = model.init_state(encoder_out)
     limits = length_limits(src_mask, cfg)  # [B] tokens before <eos>
     steps = int(limits.max()) + 1
@@ -230,8 +229,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
             beams.record_answers(answers, beams.done)
             keep = (~beams.done).nonzero().squeeze(1)
             beams, rows, beam, tokens = beams.select(keep), rows[keep], beam[keep], tokens[keep]
-            encoder_out = model.reorder_encoder_out(encoder_out, (rows[:, None] + torch.arange(k, device=device))
-                                                    .view(-1))
+            encoder_out = model.reorder_encoder_out(encoder_out, keep)
             first_limit = int(beams.limits.min())
         model.reorder_state(state, (rows[:, None] + beam).view(-1))
         tokens = tokens.view(-1)

@@ -17,13 +17,18 @@ Masks are boolean and True on real (non-pad) tokens.
         Attention weights are computed only when asked, so search stays on fused kernels.
     init_state(encoder_out) -> state              a dict: what decoding accumulates, before the first token
     reorder_state(state, indices [B'])            in place: row i of the state becomes row indices[i] of the old one
-    reorder_encoder_out(encoder_out, indices [B']) -> encoder_out with row i = row indices[i] of the old one
+    expand_encoder_out(encoder_out, k) -> encoder_out that decodes k rows per sentence: decoder row b*k+j is
+                                                  hypothesis j of sentence b (tgt_in and state have B*k rows)
+    reorder_encoder_out(encoder_out, indices [B']) -> encoder_out of the sentences indices (each with its k rows)
 
-Beam search calls `reorder_encoder_out` once to repeat every sentence's row `beam` times (row-major), and
-`reorder_state` after every step with each new row taken from a row of the same sentence. When finished sentences
-leave the batch, search says so explicitly: it calls `reorder_encoder_out` with the rows it keeps, and its
-`reorder_state` indices have fewer rows (B' < B). As the state holds nothing derived from the source alone,
-`reorder_state` is the same row gather either way, and nothing has to be inferred from row counts.
+Beam search calls `expand_encoder_out` once, then `init_state`, and `reorder_state` after every step with each new
+row taken from a row of the same sentence. When finished sentences leave the batch, search says so explicitly: it
+calls `reorder_encoder_out` with the sentences it keeps, and its `reorder_state` indices have fewer rows. As the
+state holds nothing derived from the source alone, `reorder_state` is the same row gather either way, and nothing
+has to be inferred from row counts. By default the expansion repeats every tensor's rows k times (the key "beam"
+records k); a family whose decoder can read one copy per sentence keeps it unexpanded (the Transformer's
+cross-attention takes a sentence's k hypotheses as k queries of one attention call: k times less key/value memory
+read per step).
 
 A model may update a state's tensors in place (the Transformer writes each step into preallocated key/value
 buffers), so only the latest state is valid: decode one branch per state.
@@ -83,7 +88,14 @@ class Seq2Seq(nn.Module):
     def reorder_state(self, state: dict, indices: torch.Tensor) -> None:
         state.update(index_batch(state, indices))
 
+    def expand_encoder_out(self, encoder_out: dict, k: int) -> dict:
+        rows = torch.arange(encoder_out["mask"].size(0), device=encoder_out["mask"].device).repeat_interleave(k)
+        return {**index_batch(encoder_out, rows), "beam": k}
+
     def reorder_encoder_out(self, encoder_out: dict, indices: torch.Tensor) -> dict:
+        k = encoder_out.get("beam", 1)
+        if k > 1:  # the rows of each kept sentence
+            indices = (indices[:, None] * k + torch.arange(k, device=indices.device)).view(-1)
         return index_batch(encoder_out, indices)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:

@@ -21,7 +21,7 @@ from torch import nn
 
 from seqbench.common.errors import positive_int, require
 from seqbench.common.tokens import PAD_ID
-from seqbench.models.interface import Seq2Seq, depth_tag
+from seqbench.models.interface import Seq2Seq, depth_tag, index_batch
 
 
 def sinusoidal_table(max_positions: int, d_model: int) -> torch.Tensor:
@@ -93,6 +93,23 @@ class Rotary(nn.Module):
         return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
+FEW_QUERIES = 8  # queries per sentence and head up to which CPU inference takes explicit_attention
+
+
+def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                       dropout: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q k^T / sqrt(Dh)) v as two batched matmuls: q [B,H,T,Dh], k, v [B,H,S,Dh] (a cache's strided prefix
+    is read in place: bmm takes it as it is, where 4-d matmul copies it); mask broadcasts to [B,H,T,S], True where
+    attending is allowed. -> (y [B,H,T,Dh], weights [B,H,T,S])"""
+    b, h, t, d = q.shape
+    scores = torch.bmm(q.reshape(b * h, t, d), k.flatten(0, 1).transpose(1, 2)).view(b, h, t, -1) / math.sqrt(d)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(-1)
+    y = torch.bmm(F.dropout(weights, dropout, dropout > 0).flatten(0, 1), v.flatten(0, 1))
+    return y.view(b, h, t, d), weights
+
+
 class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float, rotary: Rotary | None = None):
         super().__init__()
@@ -115,23 +132,31 @@ class MultiHeadAttention(nn.Module):
                 causal: bool = False, return_attention: bool = False, offset: int = 0):
         """x [B,T,D] (at positions offset..) attends over k, v [B,H,S,Dh]; mask [B,1,1,S] or [B,1,T,S] is True where
         attending is allowed. causal: query t sees keys up to its own position, the T queries being the last T of the
-        S keys (keys before them come from a cache). -> (y [B,T,D], weights [B,H,T,S] when return_attention)"""
+        S keys (keys before them come from a cache). -> (y [B,T,D], weights [B,H,T,S] when return_attention)
+        Beam search's cross-attention: x has `beam` rows per row of the keys, values and mask (x [B*beam,T,D],
+        k [B,H,S,Dh]): a sentence's hypotheses are beam * T queries of one call over its one copy of the keys."""
         q = self._split(self.query(x))
         if self.rotary is not None:
             q = self.rotary(q, offset)
+        beam = x.size(0) // k.size(0)
+        if beam > 1:  # [B*k,H,T,Dh] -> [B,H,k*T,Dh]
+            q = q.view(k.size(0), beam, self.n_heads, -1, self.d_head).transpose(1, 2).flatten(2, 3)
         weights = None
         dropout = self.dropout if self.training else 0.0
         t, s = q.size(2), k.size(2)
-        if causal and (return_attention or t != s):  # SDPA's is_causal aligns the queries to the first keys
+        # CPU decoding steps have a few queries per head: there SDPA's fused kernel costs more than the matmuls
+        # (3-4x on a search step's shapes, docs/speed.md); explicit weights also take this path.
+        explicit = return_attention or (t <= FEW_QUERIES and not self.training and x.device.type == "cpu")
+        if causal and (explicit or t != s):  # SDPA's is_causal aligns the queries to the first keys
             mask, causal = torch.ones(t, s, dtype=torch.bool, device=x.device).tril(s - t), False
-        if return_attention:
-            scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_head)  # [B,H,T,S]
-            if mask is not None:
-                scores = scores.masked_fill(~mask, float("-inf"))
-            weights = scores.softmax(-1)
-            y = F.dropout(weights, dropout, self.training) @ v
+        if explicit:
+            y, weights = explicit_attention(q, k, v, mask, dropout)
+            weights = weights if return_attention else None
         else:
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal)
+        if beam > 1:  # [B,H,k*T,.] -> [B*k,H,T,.]
+            y = y.unflatten(2, (beam, -1)).transpose(1, 2).flatten(0, 1)
+            weights = None if weights is None else weights.unflatten(2, (beam, -1)).transpose(1, 2).flatten(0, 1)
         y = y.transpose(1, 2).reshape(x.size(0), x.size(1), -1)  # [B,T,D]
         return self.out(y), weights
 
@@ -280,7 +305,9 @@ class Transformer(Seq2Seq):
             x = layer(x, attn_mask)
         memory = self.encoder_norm(x)  # [B,S,D]
         # Every decoder layer's cross-attention keys and values: 2 x [B,H,S,Dh] per layer, once per sentence.
-        return {"mask": src_mask, "cross_kv": [layer.cross_attn.keys_values(memory) for layer in self.decoder_layers]}
+        # Contiguous, so every decoding step's attention reads them in place.
+        return {"mask": src_mask, "cross_kv": [tuple(t.contiguous() for t in layer.cross_attn.keys_values(memory))
+                                               for layer in self.decoder_layers]}
 
     def decode(self, tgt_in: torch.Tensor, encoder_out: dict, state: dict | None = None,
                return_attention: bool = False):
@@ -299,6 +326,13 @@ class Transformer(Seq2Seq):
 
     def init_state(self, encoder_out: dict) -> dict:
         return {"step": 0, "self_kv": [KVCache() for _ in self.decoder_layers]}  # step: target positions consumed
+
+    def expand_encoder_out(self, encoder_out: dict, k: int) -> dict:
+        # One copy per sentence: cross-attention reads the k hypotheses' queries against it (MultiHeadAttention).
+        return {**encoder_out, "beam": k}
+
+    def reorder_encoder_out(self, encoder_out: dict, indices: torch.Tensor) -> dict:
+        return index_batch(encoder_out, indices)  # one row per sentence, whatever the beam
 
     def reorder_state(self, state: dict, indices: torch.Tensor) -> None:
         for cache in state["self_kv"]:
