@@ -72,9 +72,11 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
         for kind, beam in (("greedy", 1), ("beam", 5), ("greedy_uncached", 1)):
             assert row[kind]["beam_size"] == beam and row[kind]["sentences"] == n
             assert row[kind]["target_tokens"] == n * tokens == n * 9  # every hypothesis forced to --decode-tokens
-        steady = row["greedy"]["steady"] and row["greedy_uncached"]["steady"]
-        assert row["cache_speedup_greedy"] == (pytest.approx(
-            row["greedy"]["sentences_per_s"] / row["greedy_uncached"]["sentences_per_s"]) if steady else None)
+        rounds = result["settings"]["decode_rounds"]
+        assert all(len(row[kind]["rounds"]) == rounds for kind in ("greedy", "beam", "greedy_uncached"))
+        ratios = [a / b for a, b in zip(row["greedy"]["rounds"], row["greedy_uncached"]["rounds"])]  # side by side
+        assert row["cache_speedup_greedy"] == (pytest.approx(statistics.median(ratios))
+                                               if steadiness(ratios)["steady"] else None)
     for name in rows:
         assert f"| {name} |" in stdout
     assert "MFU denominator" in stdout and "cache speed-up" in stdout
@@ -89,8 +91,12 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
     assert engines == {"transformer", "preset transformer"}
     for compute_type in ("float32", "int8"):
         for kind, beam in (("greedy", 1), ("beam", 5)):
-            speed = decoding["transformer"]["ctranslate2"][compute_type][kind]
+            engine = decoding["transformer"]["ctranslate2"][compute_type]
+            speed = engine[kind]
             assert speed["beam_size"] == beam and speed["target_tokens"] == n * 9 and speed["sentences_per_s"] > 0
+            ratios = [a / b for a, b in zip(decoding["transformer"][kind]["rounds"], speed["rounds"])]
+            assert len(ratios) == rounds and engine["seqbench_share"][kind] == (
+                pytest.approx(statistics.median(ratios)) if steadiness(ratios)["steady"] else None)
     assert "| transformer | CTranslate2 float32 |" in stdout and "seqbench / engine, beam 5" in stdout
 
 
@@ -215,3 +221,33 @@ def test_the_gpu_check_without_a_gpu_says_how_to_run_it(tmp_path, capsys, monkey
     if torch.cuda.is_available():
         pytest.skip("a GPU is here: the check would run")
     assert status == 2 and "--gpu-check --tiny runs the same steps on the CPU" in stderr
+
+
+def test_no_translator_is_alive_while_seqbench_decodes(monkeypatch):
+    """A live CTranslate2 translator slows torch in the same process: the rounds load one per engine pass and drop
+    it before seqbench's next pass, and every decoder is timed once per round."""
+    pytest.importorskip("ctranslate2")
+    import weakref
+
+    import seqbench.decoding.ctranslate2 as engines
+    import seqbench.measure.bench as bench_module
+    from seqbench.measure.workload import TINY, build, decode_batches, generated_pairs
+
+    alive, plain_engine, plain_generate = weakref.WeakSet(), engines.Engine, bench_module.generate
+
+    def tracked_engine(*args, **kwargs):
+        engine = plain_engine(*args, **kwargs)
+        alive.add(engine)
+        return engine
+
+    def checked_generate(*args):
+        assert not alive, "seqbench decoded while a translator was loaded"
+        return plain_generate(*args)
+
+    monkeypatch.setattr(engines, "Engine", tracked_engine)
+    monkeypatch.setattr(bench_module, "generate", checked_generate)
+    setting = TINY
+    model = build(setting.models["transformer"], setting.vocab_size, setting.seed)
+    row = bench_module.decoding_row(model, decode_batches(generated_pairs(setting), setting)[:1], setting,
+                                    torch.device("cpu"), rounds=2)
+    assert len(row["greedy"]["rounds"]) == 2 and len(row["ctranslate2"]["int8"]["beam"]["rounds"]) == 2

@@ -53,8 +53,9 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--steps", type=int, help="timed training steps per model (default 40; --tiny 4)")
     parser.add_argument("--warmup", type=int, help="untimed training steps first (default 5; --tiny 1)")
     parser.add_argument("--rounds", type=int, default=5, help="timing rounds the steps are split into; each round "
-                                                             "times one window of every row (more rounds: steadier "
-                                                             "ratios on a noisy host)")
+                                                             "times one window of every row, and one decoding pass of "
+                                                             "every decoder (more rounds: steadier ratios on a noisy "
+                                                             "host)")
     parser.add_argument("--decode-tokens", type=int, metavar="N",
                         help="tokens every decoded hypothesis is forced to (default 23, as peers are benchmarked; "
                              "longer hypotheses show the cache's gain growing with length)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from seqbench.common.tokens import BOS_ID, EOS_ID
-from seqbench.decoding.search import DecodingConfig, forbid_eos_before_min_len, length_limits, strip_at_eos
+from seqbench.decoding.search import DecodingConfig, forbid_eos_before_min_len_, length_limits, strip_at_eos
 
 
 @torch.no_grad()
@@ -18,7 +18,7 @@ def recompute_greedy(model, src: torch.Tensor, src_mask: torch.Tensor, cfg: Deco
     finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
     for step in range(int(limits.max()) + 1):
         logits = model.decode(prefix, encoder_out)[:, -1]
-        tokens = forbid_eos_before_min_len(logits, step, cfg).argmax(-1)
+        tokens = forbid_eos_before_min_len_(logits, step, cfg).argmax(-1)
         tokens = torch.where(finished | (step >= limits), torch.full_like(tokens, EOS_ID), tokens)
         prefix = torch.cat([prefix, tokens[:, None]], 1)
         finished |= tokens == EOS_ID

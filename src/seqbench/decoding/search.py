@@ -39,9 +39,12 @@ def length_limits(src_mask: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
     return limits.clamp(min=cfg.min_len)
 
 
-def forbid_eos_before_min_len(logits: torch.Tensor, step: int, cfg: DecodingConfig) -> torch.Tensor:
-    return logits.index_fill(-1, torch.tensor([EOS_ID], device=logits.device), float("-inf")) \
-        if step < cfg.min_len else logits
+def forbid_eos_before_min_len_(scores: torch.Tensor, step: int, cfg: DecodingConfig) -> torch.Tensor:
+    """In place (a copy of the [rows, V] scores every step cost 5-10% of beam search at 8,000 words): <eos> gets
+    -inf before min_len tokens. Returns the scores."""
+    if step < cfg.min_len:
+        scores[..., EOS_ID] = float("-inf")
+    return scores
 
 
 def strip_at_eos(tokens: torch.Tensor) -> list[list[int]]:
@@ -63,7 +66,7 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg
     tokens = torch.full((batch,), BOS_ID, dtype=torch.long, device=src.device)
     for step in range(steps):
         logits = model.decode(tokens[:, None], encoder_out, state)[:, 0]  # [B,V]
-        tokens = forbid_eos_before_min_len(logits, step, cfg).argmax(-1)
+        tokens = forbid_eos_before_min_len_(logits, step, cfg).argmax(-1)
         tokens = torch.where(step >= limits, torch.full_like(tokens, EOS_ID), tokens)
         output[active, step] = tokens
         ended = tokens == EOS_ID
@@ -167,11 +170,11 @@ def _settle(beams: Beams, cfg: DecodingConfig) -> None:
 
 
 def _advance(beams: Beams, log_probs: torch.Tensor, step: int, cfg: DecodingConfig) -> tuple[torch.Tensor, ...]:
-    """One step of every sentence from log_probs [B,k,V]: of the best 2k candidates, those ending in <eos> among the
+    """One step of every sentence from log_probs [B,k,V] (overwritten): of the best 2k candidates, those ending in <eos> among the
     best k finish and the best k others live on; then which sentences are done.
     -> (beam [B,k]: the hypothesis each live one continues, tokens [B,k]: the token it adds)"""
     k, vocab = log_probs.size(1), log_probs.size(2)
-    candidates = (beams.scores[:, :, None] + log_probs).view(beams.size, k * vocab)
+    candidates = log_probs.add_(beams.scores[:, :, None]).view(beams.size, k * vocab)  # in place, as above
     top_scores, top = candidates.topk(min(2 * k, k * vocab), dim=1)  # [B,2k], best first
     top_beam, top_token = top // vocab, top % vocab
     ends = top_token == EOS_ID
@@ -214,7 +217,7 @@ def beam_search(model: Seq2Seq, src: torch.Tensor, src_mask: torch.Tensor, cfg: 
 
     for step in range(steps):
         logits = model.decode(tokens[:, None], encoder_out, state)[:, 0]  # [B*k,V]
-        log_probs = forbid_eos_before_min_len(logits.float().log_softmax(-1), step, cfg).view(beams.size, k, -1)
+        log_probs = forbid_eos_before_min_len_(logits.float().log_softmax(-1), step, cfg).view(beams.size, k, -1)
         if step >= first_limit:  # some sentence may only emit <eos> (masking every step cost 5% of beam search)
             if eos_only is None:
                 eos_only = torch.full((log_probs.size(-1),), float("-inf"), device=device)

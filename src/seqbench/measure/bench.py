@@ -13,9 +13,10 @@ forward); a baseline counts those of the seqbench model of its shape. MFU is aga
 
 Decoding: decode_sentences sources, every hypothesis forced to exactly decode_tokens tokens (min_len = max_len), so
 every model does the same work whatever it has learned: greedy and beam with the incremental cache, and greedy
-without it (seqbench.decoding.recompute), each over DECODE_REPEATS timed passes. The reference Transformer is also
-decoded by CTranslate2 (seqbench.decoding.ctranslate2) on the same weights, sources, forced length and threads, in
-fp32 and int8, through the same decoder protocol as seqbench's own search (seqbench.decoding.translator.Decoder).
+without it (seqbench.decoding.recompute). The reference Transformer is also decoded by CTranslate2
+(seqbench.decoding.ctranslate2) on the same weights, sources, forced length and threads, in fp32 and int8, through
+the same decoder protocol as seqbench's own search (seqbench.decoding.translator.Decoder). Decoding is timed in
+as many rounds as training, every pass of a round in turn (`decoding_row`).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ import torch.nn.functional as F
 from seqbench.common.errors import InputError
 from seqbench.common.tokens import PAD_ID
 from seqbench.decoding.recompute import recompute_greedy
-from seqbench.decoding.search import DecodingConfig
+from seqbench.decoding.search import DecodingConfig, generate
 from seqbench.measure import peaks
 from seqbench.measure.memory import peak_memory, reset_peak_memory
 from seqbench.measure.speed import clock, decode_speed, steadiness
@@ -38,7 +39,6 @@ from seqbench.measure.workload import Setting, baseline_models, build, decode_ba
 from seqbench.models.losses import label_smoothed_nll
 
 ROUNDS = 5  # timing rounds the timed training steps are split into (the default of `seqbench bench --rounds`)
-DECODE_REPEATS = 3  # timed passes over the decoding sources
 LABEL_SMOOTHING = 0.1
 CTRANSLATE2_TYPES = ("float32", "int8")  # fp32: the same arithmetic; int8: what the engine is deployed with on CPU
 
@@ -117,46 +117,81 @@ def _decoder_search(decoder) -> Callable:
     return search
 
 
-def decode_rows(model, batches: list[dict], setting: Setting, device: torch.device, repeats: int,
-                bf16: bool = False) -> dict:
-    """Greedy and beam search with the cache and greedy without it, every hypothesis exactly decode_tokens long;
-    the cache's speed-up is greedy over uncached greedy (None when either timing was unsteady)."""
+def merged(passes: list[dict]) -> dict:
+    """One decoding row from its per-round passes (each a one-window decode_speed): median rate, spread."""
+    rates = steadiness([p["sentences_per_s"] for p in passes])
+    first = passes[0]
+    return {"beam_size": first["beam_size"], "sentences": first["sentences"], "target_tokens": first["target_tokens"],
+            "seconds": statistics.median(p["seconds"] for p in passes), "sentences_per_s": rates["median"],
+            "target_tokens_per_s": rates["median"] * first["target_tokens"] / first["sentences"],
+            "spread": rates["spread"], "steady": rates["steady"], "windows": len(passes),
+            "rounds": [p["sentences_per_s"] for p in passes]}
+
+
+def round_ratio(a: dict, b: dict) -> float | None:
+    """The median of the per-round ratios of two merged rows' rates, None when the rounds spread too widely."""
+    ratios = steadiness([x / y for x, y in zip(a["rounds"], b["rounds"])])
+    return ratios["median"] if ratios["steady"] else None
+
+
+def decoding_row(model, batches: list[dict], setting: Setting, device: torch.device, rounds: int,
+                 bf16: bool = False, engines: bool = True) -> dict:
+    """Greedy and beam search with the cache and greedy without it, every hypothesis exactly decode_tokens long,
+    and (with `engines`, for a model that converts) the same weights decoded by CTranslate2 per compute type.
+    Each round times one pass of every one in turn, so a drift of the host falls on all alike; the cache's speed-up
+    and seqbench's share of each engine are medians of per-round ratios. A translator exists only for its own
+    passes: a live one slowed torch's decoding in the same process by 15-25% (measured 2026-12-03, even idle)."""
     n = setting.decode_tokens
     exact = DecodingConfig(beam_size=1, min_len=n, max_len=n)
+    beam = replace(exact, beam_size=setting.beam_size)
     context = lambda: autocast(device, bf16)  # noqa: E731
-    greedy = decode_speed(model, batches, exact, device, repeats=repeats, context=context)
-    beam = decode_speed(model, batches, replace(exact, beam_size=setting.beam_size), device, repeats=repeats,
-                        context=context)
-    uncached = decode_speed(model, batches, exact, device, search=recompute_greedy, repeats=repeats, context=context)
-    steady = greedy["steady"] and uncached["steady"]
-    return {"greedy": greedy, "beam": beam, "greedy_uncached": uncached,
-            "cache_speedup_greedy": greedy["sentences_per_s"] / uncached["sentences_per_s"] if steady else None}
+    ours = {"greedy": (exact, generate), "beam": (beam, generate), "greedy_uncached": (exact, recompute_greedy)}
+    with tempfile.TemporaryDirectory() as folder:
+        engine_types = _converted(model, setting, folder) if engines else ()
+        passes: dict = {}
+        for _ in range(rounds):
+            for kind, (cfg, search) in ours.items():
+                passes.setdefault(kind, []).append(decode_speed(model, batches, cfg, device, search=search,
+                                                                context=context))
+            for compute_type in engine_types:
+                engine = _engine(folder, setting, device, compute_type)
+                for kind, cfg in (("greedy", exact), ("beam", beam)):
+                    passes.setdefault((compute_type, kind), []).append(
+                        decode_speed(model, batches, cfg, device, search=_decoder_search(engine)))
+                del engine
+    row = {kind: merged(passes[kind]) for kind in ours}
+    row["cache_speedup_greedy"] = round_ratio(row["greedy"], row["greedy_uncached"])
+    if engine_types:
+        row["ctranslate2"] = {}
+        for compute_type in engine_types:
+            speeds = {kind: merged(passes[(compute_type, kind)]) for kind in ("greedy", "beam")}
+            speeds["seqbench_share"] = {kind: round_ratio(row[kind], speeds[kind]) for kind in ("greedy", "beam")}
+            row["ctranslate2"][compute_type] = speeds
+    return row
 
 
-def ctranslate2_rows(model, batches: list[dict], setting: Setting, device: torch.device, repeats: int) -> dict | None:
-    """CTranslate2 decoding the same weights and batches, greedy and beam, per compute type; None when the model
-    does not convert or the engine is missing."""
+def _converted(model, setting: Setting, folder: str) -> tuple[str, ...]:
+    """Converts the model for CTranslate2 into folder/model: the compute types to decode it in, none when the
+    engine is missing or the model does not convert."""
     try:
         import ctranslate2  # noqa: F401 - the optional extra
 
-        from seqbench.decoding.ctranslate2 import Engine, check_convertible, convert, numbered_vocabulary
+        from seqbench.decoding.ctranslate2 import check_convertible, convert, numbered_vocabulary
         check_convertible(model)
     except (ImportError, InputError):
-        return None
-    n = setting.decode_tokens
-    exact = DecodingConfig(beam_size=1, min_len=n, max_len=n)
+        return ()
     tokens = numbered_vocabulary(setting.vocab_size)
-    rows = {}
-    with tempfile.TemporaryDirectory() as folder:
-        convert(model.cpu().eval(), tokens, tokens, f"{folder}/model")
-        model.to(device)
-        for compute_type in CTRANSLATE2_TYPES:
-            search = _decoder_search(Engine(f"{folder}/model", tokens, tokens, device=device.type,
-                                            compute_type=compute_type))
-            rows[compute_type] = {kind: decode_speed(model, batches, replace(exact, beam_size=beam), device,
-                                                     search=search, repeats=repeats)
-                                  for kind, beam in (("greedy", 1), ("beam", setting.beam_size))}
-    return rows
+    device = next(model.parameters()).device
+    convert(model.cpu().eval(), tokens, tokens, f"{folder}/model")
+    model.to(device)
+    return CTRANSLATE2_TYPES
+
+
+def _engine(folder: str, setting: Setting, device: torch.device, compute_type: str):
+    from seqbench.decoding.ctranslate2 import Engine, numbered_vocabulary
+
+    tokens = numbered_vocabulary(setting.vocab_size)
+    return Engine(f"{folder}/model", tokens, tokens, device=device.type, compute_type=compute_type)
 
 
 def _flops(model, speed: dict, cached: dict, device: torch.device, dtype: str = "float32") -> dict:
@@ -175,12 +210,13 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
     cached = peaks.cached_peaks(device, cache_dir, setting.peak_seconds)
     pairs = generated_pairs(setting)
     batches = [{k: v.to(device) for k, v in b.items()} for b in make_batches(pairs, setting.max_tokens, setting.seed)]
-    rounds = min(rounds, steps)
+    decode_rounds, rounds = rounds, min(rounds, steps)
     window = timing_batches(batches, steps, rounds)
     warm = [batches[len(window) + i % max(1, len(batches) - len(window))] for i in range(warmup)]
     models = [(family, family, setting.models[family]) for family in families]
     models += [(f"preset {name}", None, config) for name, config in presets.items()]
-    rows, decoding, twins = _seqbench_rows(models, setting, decode_batches(pairs, setting), warm, device, bf16, log)
+    rows, decoding, twins = _seqbench_rows(models, setting, decode_batches(pairs, setting), warm, device, bf16,
+                                           decode_rounds, log)
     rows += _baseline_rows(setting, families, warm, device)
     with tempfile.TemporaryDirectory() as work:
         if fairseq is not None:
@@ -196,7 +232,7 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
                         "threads": torch.get_num_threads(), "dtype": "float32", "peaks": cached,
                         "torch": torch.__version__},
             "settings": {"warmup_steps": warmup, "timed_steps": steps, "windows": rounds,
-                         "decode_repeats": DECODE_REPEATS, "vocab_size": setting.vocab_size, "pairs": setting.pairs,
+                         "decode_rounds": decode_rounds, "vocab_size": setting.vocab_size, "pairs": setting.pairs,
                          "lengths": list(setting.lengths), "max_tokens": setting.max_tokens,
                          "batches": len(batches), "window_batches": len(window),
                          "decode_sentences": setting.decode_sentences,
@@ -205,7 +241,7 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
             "training": training, "decoding": decoding}
 
 
-def _seqbench_rows(models, setting: Setting, to_decode, warm, device: torch.device, bf16: bool, log):
+def _seqbench_rows(models, setting: Setting, to_decode, warm, device: torch.device, bf16: bool, rounds: int, log):
     """Each seqbench model (name, family or None, config): its decoding row, measured now, and its training row,
     warmed up (timed later in rounds); with `bf16` a twin of each under autocast. Returns the training rows as
     (record, runner), the decoding rows, and {family or name: model}, whose FLOPs every row of that shape counts."""
@@ -214,11 +250,8 @@ def _seqbench_rows(models, setting: Setting, to_decode, warm, device: torch.devi
         model = build(config, setting.vocab_size, setting.seed)
         twins[family or name] = model
         log(f"decoding {name} ...")
-        row = {"name": name, **decode_rows(model, to_decode, setting, device, DECODE_REPEATS)}
-        engine = ctranslate2_rows(model, to_decode, setting, device, DECODE_REPEATS)
-        if engine:
-            row["ctranslate2"] = engine
-        elif family == "transformer":
+        row = {"name": name, **decoding_row(model, to_decode, setting, device, rounds)}
+        if "ctranslate2" not in row and family == "transformer":
             log("no CTranslate2 rows: pip install 'seqbench[ctranslate2]' to decode beside the engine")
         decoding.append(row)
         runner = TrainingRow(model, device, seqbench=True)
@@ -226,8 +259,8 @@ def _seqbench_rows(models, setting: Setting, to_decode, warm, device: torch.devi
                       "memory": runner.warm_up(warm), "twin": family or name}, runner))
         if bf16:
             twin = build(config, setting.vocab_size, setting.seed)
-            decoding.append({"name": f"{name} bf16", **decode_rows(twin, to_decode, setting, device, DECODE_REPEATS,
-                                                                   bf16=True)})
+            decoding.append({"name": f"{name} bf16", **decoding_row(twin, to_decode, setting, device, rounds,
+                                                                    bf16=True, engines=False)})
             runner = TrainingRow(twin, device, seqbench=True, bf16=True)
             rows.append(({"name": f"{name} bf16", "kind": "bf16", "shape_of": family or name, "config": config,
                           "parameters": twin.num_parameters(), "memory": runner.warm_up(warm),

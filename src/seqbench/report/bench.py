@@ -70,8 +70,8 @@ def markdown(result: dict) -> str:
     if stale:
         lines += ["", f"MFU {stale}"]
     lines += ["", f"decoding: {settings['decode_sentences']} sentences, every hypothesis exactly "
-                  f"{settings['decode_tokens']} tokens, median of {settings.get('decode_repeats', 1)} passes; "
-                  "sentences/s (target tokens/s)", "",
+                  f"{settings['decode_tokens']} tokens, {_decode_windows(settings)}; sentences/s (target tokens/s)",
+              "",
               f"| model | greedy | beam {settings['beam_size']} | greedy, no cache | cache speed-up (greedy) |",
               "|---|---|---|---|---|"]
     for row in result["decoding"]:
@@ -85,9 +85,17 @@ def markdown(result: dict) -> str:
                   f"| seqbench / engine, beam {settings['beam_size']} |", "|---|---|---|---|---|---|"]
         for row in engine_rows:
             for compute_type, engine in row["ctranslate2"].items():
-                ratios = [row[k]["sentences_per_s"] / engine[k]["sentences_per_s"]
+                ratios = [engine["seqbench_share"][k] for k in ("greedy", "beam")] if "seqbench_share" in engine \
+                    else [row[k]["sentences_per_s"] / engine[k]["sentences_per_s"]  # bench.json before rounds
                           if row[k].get("steady", True) and engine[k].get("steady", True) else None
                           for k in ("greedy", "beam")]
                 lines.append(f"| {row['name']} | CTranslate2 {compute_type} | {_speed(engine['greedy'])} "
                              f"| {_speed(engine['beam'])} | {_ratio(ratios[0])} | {_ratio(ratios[1])} |")
     return "\n".join(lines)
+
+
+def _decode_windows(settings: dict) -> str:
+    if "decode_rounds" in settings:
+        return (f"{settings['decode_rounds']} rounds, each timing one pass of every row in turn (CTranslate2's too); "
+                "rates are medians, ratios medians of the per-round ratios")
+    return f"median of {settings.get('decode_repeats', 1)} passes"
