@@ -170,8 +170,8 @@ def _settle(beams: Beams, cfg: DecodingConfig) -> None:
 
 
 def _advance(beams: Beams, log_probs: torch.Tensor, step: int, cfg: DecodingConfig) -> tuple[torch.Tensor, ...]:
-    """One step of every sentence from log_probs [B,k,V] (overwritten): of the best 2k candidates, those ending in <eos> among the
-    best k finish and the best k others live on; then which sentences are done.
+    """One step of every sentence from log_probs [B,k,V] (overwritten): of the best 2k candidates, those ending in
+    <eos> among the best k finish and the best k others live on; then which sentences are done.
     -> (beam [B,k]: the hypothesis each live one continues, tokens [B,k]: the token it adds)"""
     k, vocab = log_probs.size(1), log_probs.size(2)
     candidates = log_probs.add_(beams.scores[:, :, None]).view(beams.size, k * vocab)  # in place, as above
