@@ -305,9 +305,10 @@ class Transformer(Seq2Seq):
             x = layer(x, attn_mask)
         memory = self.encoder_norm(x)  # [B,S,D]
         # Every decoder layer's cross-attention keys and values: 2 x [B,H,S,Dh] per layer, once per sentence.
-        # Contiguous, so every decoding step's attention reads them in place.
-        return {"mask": src_mask, "cross_kv": [tuple(t.contiguous() for t in layer.cross_attn.keys_values(memory))
-                                               for layer in self.decoder_layers]}
+        cross_kv = [layer.cross_attn.keys_values(memory) for layer in self.decoder_layers]
+        if not self.training:  # contiguous, so every decoding step's bmm reads them in place (training: SDPA)
+            cross_kv = [(k.contiguous(), v.contiguous()) for k, v in cross_kv]
+        return {"mask": src_mask, "cross_kv": cross_kv}
 
     def decode(self, tgt_in: torch.Tensor, encoder_out: dict, state: dict | None = None,
                return_attention: bool = False):
