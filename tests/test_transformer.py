@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from seqbench.common.errors import ConfigError
-from seqbench.models.transformer import Rotary, Transformer
+from seqbench.models.transformer import Rotary, Transformer, explicit_attention
 
 from conftest import build_tiny_model, random_batch
 
@@ -93,3 +93,21 @@ def test_the_key_value_cache_grows_and_reorders_past_its_first_capacity():
             step = model.decode(tgt[rows, t:t + 1], enc, state)
             torch.testing.assert_close(step, full[rows, t:t + 1], atol=1e-5, rtol=1e-5)
     assert all(isinstance(c, KVCache) and c.length == 40 and c.k.size(2) == 64 for c in state["self_kv"])
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_explicit_attention_equals_sdpa_on_a_cache_prefix(masked):
+    """CPU decoding's two-bmm attention gives SDPA's output, on keys read in place from a longer buffer (a cache's
+    filled prefix), with and without a padding mask; its weights are distributions that are zero where masked."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(3, 2, 4, 8, generator=g)
+    k_buffer, v_buffer = torch.randn(3, 2, 16, 8, generator=g), torch.randn(3, 2, 16, 8, generator=g)
+    k, v = k_buffer[:, :, :5], v_buffer[:, :, :5]  # strided views, as KVCache.append returns them
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], dtype=torch.bool)[:, None, None, :] \
+        if masked else None
+    y, weights = explicit_attention(q, k, v, mask)
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    torch.testing.assert_close(y, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 2, 4))
+    if masked:
+        assert (weights.masked_select(~mask.expand_as(weights)) == 0).all()

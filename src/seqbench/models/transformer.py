@@ -93,7 +93,7 @@ class Rotary(nn.Module):
         return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
-FEW_QUERIES = 8  # queries per sentence and head up to which CPU inference takes explicit_attention
+FEW_QUERIES = 8  # new positions per row up to which CPU inference takes explicit_attention (a search step has 1)
 
 
 def explicit_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
@@ -144,9 +144,10 @@ class MultiHeadAttention(nn.Module):
         weights = None
         dropout = self.dropout if self.training else 0.0
         t, s = q.size(2), k.size(2)
-        # CPU decoding steps have a few queries per head: there SDPA's fused kernel costs more than the matmuls
-        # (3-4x on a search step's shapes, docs/speed.md); explicit weights also take this path.
-        explicit = return_attention or (t <= FEW_QUERIES and not self.training and x.device.type == "cpu")
+        # CPU decoding steps have a few queries per row (times the beam in cross-attention): there SDPA's fused
+        # kernel costs more than the matmuls (3-4x on a search step's shapes, docs/speed.md); explicit weights also
+        # take this path.
+        explicit = return_attention or (x.size(1) <= FEW_QUERIES and not self.training and x.device.type == "cpu")
         if causal and (explicit or t != s):  # SDPA's is_causal aligns the queries to the first keys
             mask, causal = torch.ones(t, s, dtype=torch.bool, device=x.device).tril(s - t), False
         if explicit:
