@@ -103,11 +103,17 @@ def test_sentences_leave_the_batch_mid_sentence(case):
     state = model.init_state(enc)
     model.decode(tgt[:, :2], enc, state)
     keep = torch.tensor([3, 1])
-    enc = model.reorder_encoder_out(enc, keep)
-    model.reorder_state(state, keep)
-    for t in range(2, 6):
-        step = model.decode(tgt[keep, t:t + 1], enc, state)
-        torch.testing.assert_close(step, full[keep, t:t + 1], atol=1e-5, rtol=1e-5)
+    _decodes_on_after_leaving(model, enc, state, keep, keep, tgt, full)
+
+
+def _decodes_on_after_leaving(model, enc, state, sentences, rows, tgt, expected, start=2):
+    """Drops all but `sentences` (whose decoder rows are `rows`) after `start` tokens, then checks every further
+    step's logits against `expected` [rows of the full batch, T, V]."""
+    enc = model.reorder_encoder_out(enc, sentences)
+    model.reorder_state(state, rows)
+    for t in range(start, tgt.size(1)):
+        step = model.decode(tgt[rows, t:t + 1], enc, state)
+        torch.testing.assert_close(step, expected[rows, t:t + 1], atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -131,12 +137,8 @@ def test_expanded_rows_decode_their_own_sentence(case):
     state = model.init_state(expanded)
     model.decode(tgt[:, :2], expanded, state)
     keep = torch.tensor([2, 0])
-    kept_rows = (keep[:, None] * k + torch.arange(k)).view(-1)
-    expanded = model.reorder_encoder_out(expanded, keep)
-    model.reorder_state(state, kept_rows)
-    for t in range(2, 6):
-        step = model.decode(tgt[kept_rows, t:t + 1], expanded, state)
-        torch.testing.assert_close(step, expected[kept_rows, t:t + 1], atol=1e-5, rtol=1e-5)
+    _decodes_on_after_leaving(model, expanded, state, keep, (keep[:, None] * k + torch.arange(k)).view(-1), tgt,
+                              expected)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -149,10 +149,10 @@ def decoding_row(model, batches: list[dict], setting: Setting, device: torch.dev
     with tempfile.TemporaryDirectory() as folder:
         engine_types = _converted(model, setting, folder) if engines else ()
         passes: dict = {}
-        for _ in range(rounds):
-            for kind, (cfg, search) in ours.items():
-                passes.setdefault(kind, []).append(decode_speed(model, batches, cfg, device, search=search,
-                                                                context=context))
+        for round_ in range(rounds):
+            for kind, (cfg, search) in ours.items():  # warmed up in the first round (a translator: in each)
+                passes.setdefault(kind, []).append(decode_speed(model, batches, cfg, device, int(round_ == 0),
+                                                                context, search))
             for compute_type in engine_types:
                 engine = _engine(folder, setting, device, compute_type)
                 for kind, cfg in (("greedy", exact), ("beam", beam)):

@@ -44,33 +44,28 @@ def steadiness(values: list[float]) -> dict:
 def decode_speed(model: Seq2Seq, batches: list[dict], decoding: DecodingConfig, device: torch.device,
                  warmup_batches: int = 1,
                  context: Callable[[], AbstractContextManager] = nullcontext,
-                 search: Callable[..., list[list[int]]] = generate, repeats: int = 1) -> dict:
-    """Decodes every batch `repeats` times (each pass one timing window), after decoding the first `warmup_batches`
-    once untimed; the rates are the median over the windows, with their spread (`steadiness`).
+                 search: Callable[..., list[list[int]]] = generate) -> dict:
+    """Decodes every batch once, timed, after decoding the first `warmup_batches` once untimed (repeated timings
+    and their spread: the bench's rounds, seqbench.measure.bench.decoding_row).
 
     `context` wraps the decoding (the trainer's autocast), so the speed is that of the precision used for testing.
     `search(model, src, src_mask, decoding)` is the search timed (greedy or beam search by default).
-    Target tokens are the hypotheses' tokens, <eos> excluded; sentences and tokens are those of one pass.
+    Target tokens are the hypotheses' tokens, <eos> excluded.
     """
     model.eval()
     batches = [{k: batch[k].to(device) for k in ("src", "src_mask")} for batch in batches]
     with context():
         for batch in batches[:warmup_batches]:
             search(model, batch["src"], batch["src_mask"], decoding)
-        passes = []
-        for _ in range(repeats):
-            sentences = tokens = 0
-            start = clock(device)
-            for batch in batches:
-                hypotheses = search(model, batch["src"], batch["src_mask"], decoding)
-                sentences += len(hypotheses)
-                tokens += sum(len(h) for h in hypotheses)
-            passes.append((clock(device) - start, sentences, tokens))
-    rates = steadiness([n / seconds for seconds, n, _ in passes])
-    seconds = sorted(seconds for seconds, _, _ in passes)[len(passes) // 2]
+        sentences = tokens = 0
+        start = clock(device)
+        for batch in batches:
+            hypotheses = search(model, batch["src"], batch["src_mask"], decoding)
+            sentences += len(hypotheses)
+            tokens += sum(len(h) for h in hypotheses)
+        seconds = clock(device) - start
     return {"beam_size": decoding.beam_size, "sentences": sentences, "target_tokens": tokens, "seconds": seconds,
-            "sentences_per_s": rates["median"], "target_tokens_per_s": rates["median"] * tokens / sentences,
-            "spread": rates["spread"], "steady": rates["steady"], "windows": repeats}
+            "sentences_per_s": sentences / seconds, "target_tokens_per_s": tokens / seconds}
 
 
 def test_batches(split, n_sentences: int | None) -> list[dict]:

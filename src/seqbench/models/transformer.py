@@ -21,7 +21,7 @@ from torch import nn
 
 from seqbench.common.errors import positive_int, require
 from seqbench.common.tokens import PAD_ID
-from seqbench.models.interface import Seq2Seq, depth_tag, index_batch
+from seqbench.models.interface import Seq2Seq, depth_tag
 
 
 def sinusoidal_table(max_positions: int, d_model: int) -> torch.Tensor:
@@ -330,11 +330,9 @@ class Transformer(Seq2Seq):
         return {"step": 0, "self_kv": [KVCache() for _ in self.decoder_layers]}  # step: target positions consumed
 
     def expand_encoder_out(self, encoder_out: dict, k: int) -> dict:
-        # One copy per sentence: cross-attention reads the k hypotheses' queries against it (MultiHeadAttention).
-        return {**encoder_out, "beam": k}
-
-    def reorder_encoder_out(self, encoder_out: dict, indices: torch.Tensor) -> dict:
-        return index_batch(encoder_out, indices)  # one row per sentence, whatever the beam
+        # One copy per sentence: cross-attention reads the k hypotheses' queries against it (MultiHeadAttention),
+        # and reorder_encoder_out's default selects sentences as it is.
+        return encoder_out
 
     def reorder_state(self, state: dict, indices: torch.Tensor) -> None:
         for cache in state["self_kv"]:
