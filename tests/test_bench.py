@@ -181,6 +181,10 @@ def test_fairseq_architectures_have_the_reference_shapes():
     args = {family: fairseq.architecture(family, REFERENCE.models[family]) for family in REFERENCE.models}
     assert args["transformer"][:2] == ["--arch", "transformer"] and "--share-decoder-input-output-embed" in \
         args["transformer"]
+    # the same dropout sites: seqbench drops out the feed-forward's inner activation too
+    option = lambda family, name: args[family][args[family].index(name) + 1]  # noqa: E731
+    assert option("transformer", "--activation-dropout") == option("transformer", "--dropout") == "0.1"
+    assert option("transformer", "--attention-dropout") == "0.0"
     assert args["rnn"][:2] == ["--arch", "lstm"] and "--encoder-bidirectional" in args["rnn"]
     assert args["cnn"][args["cnn"].index("--encoder-layers") + 1] == "[(256, 3), (256, 3), (256, 3)]"
 
