@@ -195,3 +195,27 @@ def test_incremental_attention_is_asked_for_only_when_wanted(case):
             assert attention is None
         else:
             torch.testing.assert_close(attention, full_attention[:, :, :, t:t + 1], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_onednn_inference_decodes_as_f_linear(case, monkeypatch):
+    """Every linear layer through oneDNN (its size threshold lowered to 0) gives the logits and hypotheses of
+    F.linear (seqbench.models.linear: float32 inference on the CPU takes oneDNN above the threshold)."""
+    from seqbench.models import linear as linear_module
+
+    if not linear_module.ENABLED:
+        pytest.skip("no oneDNN linear in this torch build")
+    model = build_tiny_model(case).eval()
+    src, mask, tgt = _batch(lengths=(7, 3, 5))
+    cfg = DecodingConfig(beam_size=3, max_len_a=1.0, max_len_b=4)
+    with torch.no_grad():
+        monkeypatch.setattr(linear_module, "ENABLED", False)
+        expected, hypotheses = model(src, mask, tgt), beam_search(model, src, mask, cfg)
+        monkeypatch.setattr(linear_module, "ENABLED", True)
+        monkeypatch.setattr(linear_module, "MIN_MULTIPLY_ADDS", 0)
+        calls = []
+        uses = linear_module.uses_onednn
+        monkeypatch.setattr(linear_module, "uses_onednn", lambda x, w: calls.append(uses(x, w)) or calls[-1])
+        torch.testing.assert_close(model(src, mask, tgt), expected, atol=1e-5, rtol=1e-5)
+        assert beam_search(model, src, mask, cfg) == hypotheses
+    assert calls and all(calls), "every linear layer should have gone through oneDNN"

@@ -36,6 +36,7 @@ from seqbench.measure import peaks
 from seqbench.measure.memory import peak_memory, reset_peak_memory
 from seqbench.measure.speed import clock, decode_speed, steadiness
 from seqbench.measure.workload import Setting, baseline_models, build, decode_batches, generated_pairs, make_batches
+from seqbench.models import linear
 from seqbench.models.losses import label_smoothed_nll
 
 ROUNDS = 5  # timing rounds the timed training steps are split into (the default of `seqbench bench --rounds`)
@@ -230,7 +231,7 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
     training = _training_records(rows, windows, window, warmup, twins, cached, device)
     return {"machine": {"device": peaks.device_name(device), "device_type": device.type,
                         "threads": torch.get_num_threads(), "dtype": "float32", "peaks": cached,
-                        "torch": torch.__version__},
+                        "torch": torch.__version__, "onednn_linear": linear.ENABLED},
             "settings": {"warmup_steps": warmup, "timed_steps": steps, "windows": rounds,
                          "decode_rounds": decode_rounds, "vocab_size": setting.vocab_size, "pairs": setting.pairs,
                          "lengths": list(setting.lengths), "max_tokens": setting.max_tokens,

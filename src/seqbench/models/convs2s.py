@@ -26,6 +26,7 @@ from torch.nn.utils.parametrizations import weight_norm
 from seqbench.common.errors import is_int, positive_int, require
 from seqbench.common.tokens import PAD_ID
 from seqbench.models.interface import Seq2Seq, copy_config, depth_tag, scaled
+from seqbench.models.linear import Linear
 
 SQRT_HALF = math.sqrt(0.5)
 
@@ -36,7 +37,7 @@ def linear(in_features: int, out_features: int, input_dropout: float = 0.0) -> n
     The paper scales the init by the retain probability only for layers whose input goes through dropout, so the
     variance of the output is the same with and without dropout; layers fed undropped activations get p = 1.
     """
-    layer = nn.Linear(in_features, out_features)
+    layer = Linear(in_features, out_features)
     nn.init.normal_(layer.weight, std=math.sqrt((1.0 - input_dropout) / in_features))
     nn.init.zeros_(layer.bias)
     return weight_norm(layer)  # per output unit: w = g * v / |v|

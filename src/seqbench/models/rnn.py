@@ -36,6 +36,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from seqbench.common.errors import choice, positive_int
 from seqbench.common.tokens import PAD_ID
 from seqbench.models.interface import Seq2Seq, depth_tag
+from seqbench.models.linear import Linear
 
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
 ATTENTION = ("none", "bahdanau", "luong_dot", "luong_general", "luong_concat")
@@ -49,11 +50,11 @@ class Attention(nn.Module):
         # bahdanau and luong_concat share the additive form: W [s; h_j] = W_s s + W_h h_j
         self.additive = kind in ("bahdanau", "luong_concat")
         if self.additive:
-            self.key_proj = nn.Linear(memory_dim, query_dim)  # W_h h_j + b: the precomputed keys
-            self.query_proj = nn.Linear(query_dim, query_dim, bias=False)  # W_s
-            self.v = nn.Linear(query_dim, 1, bias=False)
+            self.key_proj = Linear(memory_dim, query_dim)  # W_h h_j + b: the precomputed keys
+            self.query_proj = Linear(query_dim, query_dim, bias=False)  # W_s
+            self.v = Linear(query_dim, 1, bias=False)
         elif kind == "luong_general" or memory_dim != query_dim:
-            self.key_proj = nn.Linear(memory_dim, query_dim, bias=False)  # s^T W h_j = s . (W h_j)
+            self.key_proj = Linear(memory_dim, query_dim, bias=False)  # s^T W h_j = s . (W h_j)
         else:
             self.key_proj = nn.Identity()  # luong_dot with memory already the decoder's size
 
@@ -98,17 +99,17 @@ class RNNSeq2Seq(Seq2Seq):
         self.encoder = rnn(E, H, encoder_layers, batch_first=True, bidirectional=bidirectional,
                            dropout=dropout if encoder_layers > 1 else 0.0)
         n_states = 2 if cell == "lstm" else 1  # hidden (and cell): one bridge per decoder layer and state
-        self.bridge = nn.ModuleList(nn.Linear(M, H) for _ in range(n_states * decoder_layers))
+        self.bridge = nn.ModuleList(Linear(M, H) for _ in range(n_states * decoder_layers))
         extra_input = H if self.input_feeding else 0 if self.luong else M  # h~_{t-1}, nothing, or c / c_t
         self.decoder = rnn(E + extra_input, H, decoder_layers, batch_first=True,
                            dropout=dropout if decoder_layers > 1 else 0.0)
         self.attention = None if attention == "none" else Attention(attention, H, M)
         # Luong: h~ = tanh(W_c [s; c]) of size H; otherwise the deep output tanh(W_o [s; c; E y]) of size E.
         readout_dim = H if self.luong else E
-        self.readout = nn.Linear(H + M + (0 if self.luong else E), readout_dim, bias=not self.luong)
+        self.readout = Linear(H + M + (0 if self.luong else E), readout_dim, bias=not self.luong)
         tie = tie_output_embeddings
-        self.pre_output = nn.Linear(readout_dim, E, bias=False) if tie and readout_dim != E else nn.Identity()
-        self.output = nn.Linear(E if tie else readout_dim, tgt_vocab_size)
+        self.pre_output = Linear(readout_dim, E, bias=False) if tie and readout_dim != E else nn.Identity()
+        self.output = Linear(E if tie else readout_dim, tgt_vocab_size)
         for p in self.parameters():  # uniform(-0.1, 0.1) as in Sutskever et al. 2014 and Luong et al. 2015
             nn.init.uniform_(p, -0.1, 0.1)
         with torch.no_grad():

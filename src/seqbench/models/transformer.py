@@ -22,6 +22,7 @@ from torch import nn
 from seqbench.common.errors import positive_int, require
 from seqbench.common.tokens import PAD_ID
 from seqbench.models.interface import Seq2Seq, depth_tag
+from seqbench.models.linear import Linear
 
 
 def sinusoidal_table(max_positions: int, d_model: int) -> torch.Tensor:
@@ -114,9 +115,9 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float, rotary: Rotary | None = None):
         super().__init__()
         self.n_heads, self.d_head, self.dropout = n_heads, d_model // n_heads, dropout
-        self.query = nn.Linear(d_model, d_model)
-        self.key_value = nn.Linear(d_model, 2 * d_model)
-        self.out = nn.Linear(d_model, d_model)
+        self.query = Linear(d_model, d_model)
+        self.key_value = Linear(d_model, 2 * d_model)
+        self.out = Linear(d_model, d_model)
         self.rotary = rotary  # self-attention with rope only
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:  # [B,T,D] -> [B,H,T,Dh]
@@ -164,7 +165,7 @@ class MultiHeadAttention(nn.Module):
 
 class FeedForward(nn.Sequential):
     def __init__(self, d_model: int, d_ff: int, dropout: float):
-        super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+        super().__init__(Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), Linear(d_ff, d_model))
 
 
 class Sublayer(nn.Module):
@@ -290,7 +291,7 @@ class Transformer(Seq2Seq):
         # Pre-LN leaves the residual stream un-normalised, so both stacks end with a LayerNorm.
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-        self.output = nn.Linear(d_model, tgt_vocab_size, bias=False)
+        self.output = Linear(d_model, tgt_vocab_size, bias=False)
         for name, p in self.named_parameters():
             if p.dim() > 1 and "embed" not in name:
                 nn.init.xavier_uniform_(p)

@@ -32,6 +32,14 @@ def _speed(speed: dict) -> str:
     return text if speed.get("steady", True) else f"{text}, unsteady ({speed['spread']:.0%})"
 
 
+def _onednn(machine: dict) -> str:
+    """How seqbench's float32 CPU inference multiplied (seqbench.models.linear), where the record says."""
+    if "onednn_linear" not in machine or machine["device_type"] != "cpu":
+        return ""
+    return ", linear layers' inference through oneDNN" if machine["onednn_linear"] else \
+        ", linear layers through F.linear only (SEQBENCH_ONEDNN_LINEAR=0)"
+
+
 def markdown(result: dict) -> str:
     machine, settings = result["machine"], result["settings"]
     peak = machine["peaks"]["float32"]
@@ -40,7 +48,7 @@ def markdown(result: dict) -> str:
         (f": {busy:.0%} busy just before" if busy is not None else "")
     unfit = f"; not fit to cache: {'; '.join(peak['unfit'])}" if peak.get("unfit") else ""
     lines = [f"device: {machine['device']} ({machine['device_type']}), {machine['threads']} threads, fp32, "
-             f"torch {machine['torch']}",
+             f"torch {machine['torch']}" + _onednn(machine),
              f"MFU denominator: fp32 matmul peak {peak['flops_per_s'] / 1e9:,.0f} GFLOP/s ({peak['source']}; measured "
              f"{peak['measured_at']}, n={peak['matrix_size']}, {peak['measure_seconds']:.1f} s, {idle}{unfit})",
              f"training: {settings['pairs']:,} generated pairs, lengths {settings['lengths'][0]}-"

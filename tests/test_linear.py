@@ -1,0 +1,50 @@
+"""seqbench.models.linear: oneDNN computes the same products as F.linear, and only where it is meant to."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from seqbench.models import linear as linear_module
+from seqbench.models.linear import MIN_MULTIPLY_ADDS, Linear, linear, uses_onednn
+
+needs_onednn = pytest.mark.skipif(not linear_module.ENABLED, reason="no oneDNN linear in this torch build")
+
+
+@needs_onednn
+@pytest.mark.parametrize("shape", [(600, 256), (3, 200, 256), (1, 1, 33000, 256)])
+def test_large_inference_products_go_through_onednn_and_equal_f_linear(shape):
+    layer = Linear(256, 64)
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        assert uses_onednn(x, layer.weight)
+        torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+        strided = torch.randn(shape[0], 512)[:, ::2] if len(shape) == 2 else x.transpose(0, -2).transpose(0, -2)
+        torch.testing.assert_close(linear(strided, layer.weight), F.linear(strided, layer.weight))
+
+
+@needs_onednn
+def test_training_autocast_small_products_and_other_dtypes_keep_f_linear():
+    layer = Linear(256, 256)
+    big = torch.randn(MIN_MULTIPLY_ADDS // (256 * 256), 256)
+    with torch.no_grad():
+        assert uses_onednn(big, layer.weight)
+        assert not uses_onednn(big[:-1], layer.weight)  # one row short of the threshold
+        assert not uses_onednn(big.double(), layer.weight.double())
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert not uses_onednn(big, layer.weight)
+            assert layer(big).dtype == torch.bfloat16  # autocast still applies through F.linear
+    assert not uses_onednn(big, layer.weight)  # gradients on: training
+    layer(big).sum().backward()
+    assert layer.weight.grad is not None
+
+
+def test_switched_off_by_the_environment(monkeypatch):
+    monkeypatch.setattr(linear_module, "ENABLED", False)
+    with torch.no_grad():
+        assert not uses_onednn(torch.randn(4096, 256), torch.randn(256, 256))
+
+
+def test_a_linear_is_an_nn_linear_with_its_state_dict():
+    layer = Linear(8, 4)
+    assert isinstance(layer, torch.nn.Linear) and set(layer.state_dict()) == {"weight", "bias"}
