@@ -40,6 +40,10 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
     result = json.loads((runs[0] / "bench.json").read_text())
     assert (runs[0] / "bench.md").read_text().strip() in stdout
     assert result["machine"]["threads"] == 1 and result["machine"]["device_type"] == "cpu"
+    from seqbench.models import linear
+
+    assert result["machine"]["onednn_linear"] == linear.ENABLED  # how its inference multiplied, said in the table
+    assert ("inference through oneDNN" in stdout.splitlines()[0]) == linear.ENABLED
     assert result["settings"]["vocab_size"] == 120 and result["settings"]["decode_tokens"] == 9
     peak = result["machine"]["peaks"]["float32"]
     assert peak["source"] == "measured now" and peak["flops_per_s"] > 0 and peak["threads"] == 1
