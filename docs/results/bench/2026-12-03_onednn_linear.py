@@ -56,9 +56,8 @@ for beam in map(int, beams.split(",")):
         if round_:
             times["ctranslate2"].append(seconds)
     rate = {name: 200 / sorted(t)[rounds // 2] for name, t in times.items()}
-    ratio = lambda a, b: sorted(y / x for x, y in zip(times[a], times[b]))  # noqa: E731  speed of a over b, per round
-    same = lambda a, b: sum(x == y for ba, bb in zip(out[a], out[b]) for x, y in zip(ba, bb))  # noqa: E731
     for a, b in (("onednn", "f.linear"), ("onednn", "ctranslate2"), ("f.linear", "ctranslate2")):
-        r = ratio(a, b)
+        r = sorted(y / x for x, y in zip(times[a], times[b]))  # the speed of a over b, round by round
+        same = sum(x == y for ba, bb in zip(out[a], out[b]) for x, y in zip(ba, bb))
         print(f"beam {beam}: {a} {rate[a]:.1f} vs {b} {rate[b]:.1f} sentences/s, per-round speed ratio median "
-              f"{r[rounds // 2]:.2f} (range {r[0]:.2f}-{r[-1]:.2f}), same hypotheses {same(a, b)}/200")
+              f"{r[rounds // 2]:.2f} (range {r[0]:.2f}-{r[-1]:.2f}), same hypotheses {same}/200")
