@@ -5,8 +5,9 @@ Why: on the decode step's shapes F.linear (MKL's sgemm) was the slower library. 
 2 threads, median of 30: the output projection [1000 x 256] -> 8,000 words took 37.6 ms with F.linear against 25.8
 ms through oneDNN (1.45x), [1000 x 256] -> 768 1.14x, [1000 x 256] -> 1,000 1.25x; but oneDNN costs a fixed ~40
 microseconds a call, so [8 x 256] -> 256 ran at 0.47x. Products of at least 2**23 multiply-adds were never slower
-(the crossover measured between 2**22 and 2**23), smaller ones keep F.linear. End to end, seqbench's Transformer
-decoded the same hypotheses 1.16x (greedy) and 1.17x (beam 5) faster at 8,000 words.
+(the crossover measured between 2**22 and 2**23), smaller ones keep F.linear. End to end, the bench's Transformer
+decoded the same hypotheses 1.07x (greedy) and 1.09x (beam 5) faster at 8,000 words, 1.04x and 1.00x at 1,000
+(docs/results/bench/2026-12-03_onednn_linear.txt).
 
 The library that wins depends on the CPU: `SEQBENCH_ONEDNN_LINEAR=0` in the environment turns the oneDNN path off
 (read when this module is imported), for comparison or where it measures slower.
@@ -26,8 +27,8 @@ ENABLED = os.environ.get("SEQBENCH_ONEDNN_LINEAR", "1") != "0" and torch.backend
 
 def uses_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
     """Whether x @ weight.T (+ bias) goes through oneDNN: float32 inference on the CPU, large enough, enabled."""
-    return (ENABLED and x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32
-            and not torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
+    return (ENABLED and not torch.is_grad_enabled() and x.device.type == "cpu"  # training stops here
+            and x.dtype == weight.dtype == torch.float32 and not torch.is_autocast_enabled("cpu")
             and x.numel() * weight.size(0) >= MIN_MULTIPLY_ADDS)
 
 
