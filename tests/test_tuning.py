@@ -72,9 +72,10 @@ def _leaves(tree: dict, prefix: str = "") -> dict:
 
 @pytest.mark.parametrize("model", ["transformer", "rnnsearch_small", "cnn"])
 def test_each_family_trains_with_its_searched_recipe(model):
-    """conf/recipe/equal_search/<model>.yaml, from the search every family got equally, reaches the comparison presets
-    that train the model; conf/recipe/<model>.yaml reaches a run outside them (the quickstart's, for the
-    Transformer); recipe=none removes it (the train.yaml defaults return)."""
+    """conf/recipe/halving/<model>.yaml, from the search every family got equally (sweeps/recipe_halving.yaml),
+    reaches the presets that compare the families at its budget (equal_compute, budget_sweep); arch_comparison keeps
+    the recipe of the 24-trial search its committed runs used (conf/recipe/equal_search/); recipe=none removes a
+    recipe (the train.yaml defaults return)."""
     import yaml
     from omegaconf import OmegaConf
 
@@ -86,29 +87,32 @@ def test_each_family_trains_with_its_searched_recipe(model):
         return _leaves(tree)
 
     recipes = ROOT / "conf" / "recipe"
-    searched = leaves(recipes / "equal_search" / f"{model}.yaml")
-    for preset in (["experiment=arch_comparison"], ["experiment=equal_compute"]):
+    for preset, recipe in ((["experiment=equal_compute"], "halving"), (["experiment=budget_sweep"], "halving"),
+                           (["experiment=arch_comparison"], "equal_search")):
+        searched = leaves(recipes / recipe / f"{model}.yaml")
         cfg = compose_train([*preset, f"model={model}"])
         assert {key: OmegaConf.select(cfg, key) for key in searched} == searched, preset
-    own = leaves(recipes / f"{model}.yaml") or searched  # no second recipe: the file includes the searched one
-    cfg = compose_train([f"model={model}"])
-    assert {key: OmegaConf.select(cfg, key) for key in own} == own
+    searched = leaves(recipes / "halving" / f"{model}.yaml")
     plain = compose_train([f"model={model}", "recipe=none"])
-    assert {key: OmegaConf.select(plain, key) for key in own} != own
+    assert {key: OmegaConf.select(plain, key) for key in searched} != searched
     assert OmegaConf.select(plain, "scheduler.kind") == "inverse_sqrt" and plain.optimizer.lr == 4e-3
 
 
 def test_the_quickstart_recipe_stays_out_of_the_comparisons():
-    """The quickstart's Transformer recipe (found by hand) differs from the equal search's, and no comparison preset
-    composes to it: each family there has the recipe of the same 24-trial search."""
+    """No comparison preset composes to the quickstart's Transformer recipe (conf/recipe/transformer.yaml) unless it
+    is the equal search's: equal_compute and budget_sweep have the equal multi-fidelity search's, arch_comparison and
+    position_extrapolation the 24-trial search's their committed runs used."""
     from conftest import compose_train
 
-    quickstart, compared = compose_train([]), compose_train(["experiment=equal_compute", "model=transformer"])
-    assert quickstart.model.norm_first and quickstart.optimizer.lr == 4e-3
-    assert not compared.model.norm_first and compared.optimizer.lr == 1.5e-3
+    def recipe(cfg) -> tuple:
+        return cfg.model.norm_first, cfg.optimizer.lr, cfg.scheduler.warmup_steps, cfg.module.label_smoothing
+
+    halving = (True, 3.65e-3, 620, 0.0122)
+    for preset in ("equal_compute", "budget_sweep"):
+        assert recipe(compose_train([f"experiment={preset}", "model=transformer"])) == halving, preset
     for preset in ("arch_comparison", "position_extrapolation"):
-        cfg = compose_train([f"experiment={preset}", "model=transformer"])
-        assert (cfg.model.norm_first, cfg.optimizer.lr) == (False, 1.5e-3), preset
+        assert recipe(compose_train([f"experiment={preset}", "model=transformer"])) == (False, 1.5e-3, 400, 0.2)
+    assert recipe(compose_train([])) in (halving, (True, 4e-3, 300, 0.1))  # the searched or the hand-found
 
 
 @pytest.mark.parametrize("preset, models", [
