@@ -259,3 +259,16 @@ def test_no_translator_is_alive_while_seqbench_decodes(monkeypatch):
     row = bench_module.decoding_row(model, decode_batches(generated_pairs(setting), setting)[:1], setting,
                                     torch.device("cpu"), rounds=2)
     assert len(row["greedy"]["rounds"]) == 2 and len(row["ctranslate2"]["int8"]["beam"]["rounds"]) == 2
+
+
+def test_the_rows_of_a_ratio_are_timed_back_to_back_in_alternating_order():
+    from seqbench.measure.bench import round_order
+
+    records = [{"name": "transformer", "twin": "transformer"}, {"name": "rnn", "twin": "rnn"},
+               {"name": "nn.Transformer", "twin": "transformer"}, {"name": "fairseq transformer", "twin": "transformer"},
+               {"name": "fairseq rnn", "twin": "rnn"}]
+    names = [[records[i]["name"] for i in round_order(records, r)] for r in range(3)]
+    assert names[0] == ["transformer", "nn.Transformer", "fairseq transformer", "rnn", "fairseq rnn"]
+    assert names[1] == ["fairseq transformer", "nn.Transformer", "transformer", "fairseq rnn", "rnn"]
+    assert names[2] == names[0]
+    assert all(sorted(n) == sorted(r["name"] for r in records) for n in names)

@@ -2,7 +2,7 @@
 beside plain PyTorch loops, CTranslate2 and, when installed, fairseq, on the same batches, threads and steps.
 
 Training: `warmup` untimed steps per model, then `rounds` rounds; in each round every row trains one window, a pass
-over the same steps / rounds batches (fairseq over exactly those batches' sentences, an epoch after a warm-up
+over the same steps / rounds batches, the rows of one shape back to back in an order that reverses every round (fairseq over exactly those batches' sentences, an epoch after a warm-up
 epoch). Each rate is the median over a row's windows, with their spread (seqbench.measure.speed.steadiness); each
 ratio is the median of the per-round ratios, so a host whose speed drifts over minutes (seen: 10-30% on a shared
 2-core VM) moves both sides of a ratio alike. A ratio whose rounds spread more than MAX_SPREAD is not given.
@@ -280,12 +280,24 @@ def _baseline_rows(setting: Setting, families: list[str], warm, device: torch.de
     return rows
 
 
+def round_order(records: list[dict], round_: int) -> list[int]:
+    """The order of the rows in a round: the rows of one shape (a seqbench model, its plain-PyTorch loop, its fairseq
+    row, its bf16 twin: the same "twin") back to back, so the windows of a ratio are timed minutes closer than when
+    every other row's window falls between them; within a shape, the order reverses every other round (A B, B A), so a
+    host whose speed drifts within a round slows each side of a ratio first as often as second."""
+    shapes: dict[str, list[int]] = {}
+    for i, record in enumerate(records):
+        shapes.setdefault(record["twin"], []).append(i)
+    return [i for members in shapes.values() for i in (members if round_ % 2 == 0 else members[::-1])]
+
+
 def _timed_rounds(rows, window, rounds: int, log) -> dict[str, list[dict]]:
-    """Each round times one window of every row in turn, so a drift of the host falls on every row alike."""
+    """Each round times one window of every row (in round_order), so a drift of the host falls on every row alike."""
     windows: dict[str, list[dict]] = {record["name"]: [] for record, _ in rows}
     for round_ in range(rounds):
         log(f"training round {round_ + 1} of {rounds}: {', '.join(windows)}")
-        for record, runner in rows:
+        for i in round_order([record for record, _ in rows], round_):
+            record, runner = rows[i]
             windows[record["name"]].append(runner.window(window))
     return windows
 
