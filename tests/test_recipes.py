@@ -47,6 +47,7 @@ def test_a_model_preset_without_a_recipe_file_is_one_error_line(tmp_path, capsys
 
 
 SEARCH_RECORDS = CONF_DIR.parent / "docs" / "results" / "recipe_halving"
+DECODING_RECORDS = CONF_DIR.parent / "docs" / "results" / "decoding_tuning"
 
 
 def _leaves(tree: dict, prefix: str = "") -> dict:
@@ -67,3 +68,19 @@ def test_the_searched_recipes_are_the_configurations_the_committed_search_chose(
     assert chosen == summary["configurations"][summary["chosen"]["index"]]["params"]
     recipe = _leaves(yaml.safe_load((CONF_DIR / "recipe" / "halving" / f"{model}.yaml").read_text()))
     assert {k: v for k, v in recipe.items() if not k.startswith("module.decoding.")} == chosen
+
+
+@pytest.mark.parametrize("model", ["transformer", "rnnsearch_small", "cnn"])
+def test_each_searched_recipe_decodes_as_its_committed_tuning_chose(model):
+    """The beam, length penalty and normalisation of conf/recipe/halving/<model>.yaml are the setting
+    `seqbench tune-decoding` chose on validation for that recipe (docs/results/decoding_tuning/<model>/)."""
+    import yaml
+
+    tuned = json.loads((DECODING_RECORDS / model / "decoding.json").read_text())
+    chosen = {key: tuned["chosen"][key] for key in ("beam_size", "length_penalty", "length_normalization")}
+    recipe = _leaves(yaml.safe_load((CONF_DIR / "recipe" / "halving" / f"{model}.yaml").read_text()))
+    assert {k.removeprefix("module.decoding."): v for k, v in recipe.items() if k.startswith("module.decoding.")} \
+        == chosen
+    assert tuned["split"] == "valid"
+    cfg = compose_train(["experiment=equal_compute", f"model={model}"])
+    assert {key: cfg.module.decoding[key] for key in chosen} == chosen
