@@ -127,3 +127,35 @@ def test_two_real_runs_in_one_directory_and_a_real_full_file_system(tmp_path):
             else None  # recorded where it could be, or not at all; never a half-written record
     finally:
         subprocess.run(["umount", str(full)], capture_output=True)
+
+
+def test_a_record_names_the_commit_of_the_checkout_it_ran_from(tmp_path):
+    """versions.seqbench_commit: HEAD of the checkout whose src/ holds the package, +dirty when a tracked file
+    differs; None for a package outside a src/ layout (an installed wheel inside someone else's repository)."""
+    import subprocess
+
+    from seqbench.rundir.results import source_commit
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path / "repo"), *args], check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    package = tmp_path / "repo" / "src" / "seqbench"
+    package.mkdir(parents=True)
+    (tmp_path / "repo" / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (package / "__init__.py").write_text("")
+    git("init", "-q")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "empty")
+    git("add", ".")
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "-m", "files")
+    head = git("rev-parse", "--short=12", "HEAD")
+    assert source_commit(package) == head
+    (package / "__init__.py").write_text("x = 1\n")
+    assert source_commit(package) == f"{head}+dirty"
+    (package / "new.py").write_text("")  # untracked files do not make a checkout dirty
+    git("checkout", "-q", "--", ".")
+    assert source_commit(package) == head
+    wheel = tmp_path / "repo" / "venv" / "lib" / "site-packages" / "seqbench"
+    wheel.mkdir(parents=True)
+    assert source_commit(wheel) is None
+    assert source_commit(tmp_path / "elsewhere" / "src" / "seqbench") is None  # no pyproject.toml, no git

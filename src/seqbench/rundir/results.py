@@ -61,7 +61,8 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                    module.val_bleu=false), so learning curves need no logger
   wall_time_s      whole run, including data preparation, test decoding and the measurements
   peak_memory_mb   memory.cuda_max_allocated_mb on GPU, memory.cpu_rss_peak_mb on CPU
-  seed, device, versions {python, torch, lightning, sacrebleu, ...}, run_dir
+  seed, device, versions {python, torch, lightning, sacrebleu, ..., "seqbench_commit": the git commit of the
+                   checkout seqbench ran from, "+dirty" when tracked files differ from it, null outside one}, run_dir
 
 Next to it the run writes, for the final validation and test passes, hypotheses.<split>.txt, references.<split>.txt
 and sources.<split>.txt (split: valid, test; one sentence per line, same order) and attention.pt (see
@@ -73,6 +74,7 @@ from __future__ import annotations
 
 import json
 import platform
+import subprocess
 from importlib import metadata
 from pathlib import Path
 
@@ -85,14 +87,34 @@ SCHEMA_VERSION = 1
 _PACKAGES = ("seqbench", "torch", "lightning", "hydra-core", "sacrebleu", "tokenizers", "datasets")
 
 
-def library_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
+def library_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {"python": platform.python_version()}
     for name in _PACKAGES:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
+    versions["seqbench_commit"] = source_commit()
     return versions
+
+
+def source_commit(package: Path = Path(__file__).resolve().parents[1]) -> str | None:
+    """The commit of the git checkout whose src/ holds `package` ("<sha>+dirty" when tracked files differ from it),
+    so a record names the code that made it; None for an installed wheel (no src/ beside a pyproject.toml: a
+    repository that merely contains the environment is not seqbench's) or where git cannot tell."""
+    root = package.parent.parent
+    if package.parent.name != "src" or not (root / "pyproject.toml").is_file():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=20)
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if head.returncode != 0 or status.returncode != 0:
+        return None
+    return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
 
 
 def completed_record(*, label: str, model: dict, parameters: int, data: dict, scores: dict, throughput: dict,
