@@ -352,6 +352,25 @@ def test_timings_taken_while_other_work_shared_the_cpu_are_flagged(tmp_path):
     assert "../sweep/1" not in warning and "../sweep/2" not in warning
 
 
+def test_a_headline_gives_no_training_speed_for_a_model_timed_on_a_shared_cpu(tmp_path):
+    """The headline's train tok/s: a number for a model whose runs all trained alone, "shared CPU" for one with a run
+    timed beside other work, and the footer says why."""
+    from seqbench.report.headline import headline
+    from seqbench.rundir.results import read_results, write_results
+
+    runs = make_multirun(tmp_path / "sweep", labels=("transformer", "rnnsearch"), seeds=(1, 2), n_sentences=30)
+    for job in ("0", "1", "2", "3"):
+        record = read_results(runs / job)
+        record["threads"], record["throughput"]["load_average_max"] = 2, 3.1 if job == "1" else 2.2
+        record["train"], record["data"] = {"steps": 100}, {"corpus": "synthetic-x"}
+        record["config"] = {"task_name": "arch_comparison"}
+        write_results(record, runs / job)
+    rows = {line.split(" | ")[0].strip("| "): line for line in headline(runs).splitlines() if line.startswith("| ")}
+    assert rows["transformer"].endswith("| shared CPU |")
+    assert "shared" not in rows["rnnsearch"] and rows["rnnsearch"].split(" | ")[-1].strip(" |")[0].isdigit()
+    assert "train tok/s is not given where a run trained while other work shared the CPU" in headline(runs)
+
+
 def test_the_budget_headline_compares_each_budgets_models_over_the_seeds_every_budget_has(tmp_path):
     """`--by-budget`: one column pair per update budget; seeds only some budgets have are left out; each model is
     tested against its budget's best with scipy's Welch and permutation tests, Holm-adjusted across the table."""

@@ -26,6 +26,18 @@ def group_by_label(runs: list[Run], split: str = "test") -> dict[str, list[Run]]
     return {label: groups[label] for label in sorted(groups, key=mean_bleu, reverse=True)}
 
 
+# The 1-minute load average a timed run may reach beyond its own torch threads before its timings count as shared:
+# a run's Python and Lightning work adds a little, another training process at least one thread's worth.
+SHARED_LOAD_MARGIN = 0.75
+
+
+def timed_while_shared(run: Run) -> bool:
+    """Whether other work shared the CPU while the run's training steps were timed (its highest 1-minute load average
+    then passed its own threads by more than SHARED_LOAD_MARGIN): its tokens/s, MFU and minutes are not the model's."""
+    load, threads = run.results.get("throughput", {}).get("load_average_max"), run.results.get("threads")
+    return load is not None and threads is not None and load > threads + SHARED_LOAD_MARGIN
+
+
 def external_run(name: str, hypotheses: str | Path, reference: Run, split: str = "test",
                  bootstrap_samples: int = 1000) -> Run:
     """Another toolkit's output (fairseq, OpenNMT-py, Joey NMT, ...) as a report row: its hypotheses of `reference`'s

@@ -24,7 +24,7 @@ from seqbench.analysis.plots import (
     plot_length_distance,
     plot_throughput,
 )
-from seqbench.analysis.runs import external_run, group_by_label
+from seqbench.analysis.runs import external_run, group_by_label, timed_while_shared
 from seqbench.analysis.summary import (
     bucket_significance,
     length_distance_cells,
@@ -62,18 +62,8 @@ def _updates(run) -> str:
     return f"{train['steps']:,}" + (f" of {train['max_steps']:,} (max_time)" if _cut_short(run) else "")
 
 
-# The 1-minute load average a timed run may reach beyond its own torch threads before its timings count as shared:
-# a run's Python and Lightning work adds a little, another training process at least one thread's worth.
-SHARED_LOAD_MARGIN = 0.75
-
-
-def _timed_while_shared(run) -> bool:
-    load, threads = run.results.get("throughput", {}).get("load_average_max"), run.results.get("threads")
-    return load is not None and threads is not None and load > threads + SHARED_LOAD_MARGIN
-
-
 def _shared_timing_warning(runs, out: Path) -> list[str]:
-    shared = [run for run in runs if _timed_while_shared(run)]
+    shared = [run for run in runs if timed_while_shared(run)]
     if not shared:
         return []
     where = ", ".join(f"{_from(out, run.path)} (load {run.results['throughput']['load_average_max']:.1f}, "
