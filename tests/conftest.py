@@ -129,6 +129,14 @@ def compose_train(overrides=(), hydra_config: bool = False):
 _DATA_CACHE: list[Path] = []  # this worker's data cache (data_cache), once the session has started
 
 
+def dotted_leaves(tree: dict, prefix: str = "") -> dict:
+    """A nested config (a recipe file, a YAML tree) as {"optimizer.lr": value, ...}: Hydra's dotted keys."""
+    out = {}
+    for key, value in tree.items():
+        out.update(dotted_leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return out
+
+
 @pytest.fixture(scope="session", autouse=True)
 def lightning_logs_like_a_run():
     """Imported with no root handler, Lightning gives its loggers a handler bound to the stderr of that moment; under

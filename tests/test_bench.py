@@ -265,8 +265,8 @@ def test_the_rows_of_a_ratio_are_timed_back_to_back_in_alternating_order():
     from seqbench.measure.bench import round_order
 
     records = [{"name": "transformer", "twin": "transformer"}, {"name": "rnn", "twin": "rnn"},
-               {"name": "nn.Transformer", "twin": "transformer"}, {"name": "fairseq transformer", "twin": "transformer"},
-               {"name": "fairseq rnn", "twin": "rnn"}]
+               {"name": "nn.Transformer", "twin": "transformer"},
+               {"name": "fairseq transformer", "twin": "transformer"}, {"name": "fairseq rnn", "twin": "rnn"}]
     names = [[records[i]["name"] for i in round_order(records, r)] for r in range(3)]
     assert names[0] == ["transformer", "nn.Transformer", "fairseq transformer", "rnn", "fairseq rnn"]
     assert names[1] == ["fairseq transformer", "nn.Transformer", "transformer", "fairseq rnn", "rnn"]

@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 from seqbench.config.compose import CONF_DIR
 
-from conftest import compose_train, seqbench_cli
+from conftest import compose_train, dotted_leaves, seqbench_cli
 
 MODELS = sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
 DEFAULTS = OmegaConf.load(CONF_DIR / "train.yaml")
@@ -50,23 +50,16 @@ SEARCH_RECORDS = CONF_DIR.parent / "docs" / "results" / "recipe_halving"
 DECODING_RECORDS = CONF_DIR.parent / "docs" / "results" / "decoding_tuning"
 
 
-def _leaves(tree: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in tree.items():
-        out.update(_leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
-    return out
-
-
 @pytest.mark.parametrize("model", ["transformer", "rnnsearch_small", "cnn"])
 def test_the_searched_recipes_are_the_configurations_the_committed_search_chose(model):
     """conf/recipe/halving/<model>.yaml trains with what the search recorded as its choice (recipes/<model>.yaml,
     written by the runner from summary.json's chosen configuration), value for value; only decoding is added."""
     import yaml
 
-    chosen = _leaves(yaml.safe_load((SEARCH_RECORDS / "recipes" / f"{model}.yaml").read_text()))
+    chosen = dotted_leaves(yaml.safe_load((SEARCH_RECORDS / "recipes" / f"{model}.yaml").read_text()))
     summary = json.loads((SEARCH_RECORDS / "summary.json").read_text())["families"][model]
     assert chosen == summary["configurations"][summary["chosen"]["index"]]["params"]
-    recipe = _leaves(yaml.safe_load((CONF_DIR / "recipe" / "halving" / f"{model}.yaml").read_text()))
+    recipe = dotted_leaves(yaml.safe_load((CONF_DIR / "recipe" / "halving" / f"{model}.yaml").read_text()))
     assert {k: v for k, v in recipe.items() if not k.startswith("module.decoding.")} == chosen
 
 
@@ -78,7 +71,7 @@ def test_each_searched_recipe_decodes_as_its_committed_tuning_chose(model):
 
     tuned = json.loads((DECODING_RECORDS / model / "decoding.json").read_text())
     chosen = {key: tuned["chosen"][key] for key in ("beam_size", "length_penalty", "length_normalization")}
-    recipe = _leaves(yaml.safe_load((CONF_DIR / "recipe" / "halving" / f"{model}.yaml").read_text()))
+    recipe = dotted_leaves(yaml.safe_load((CONF_DIR / "recipe" / "halving" / f"{model}.yaml").read_text()))
     assert {k.removeprefix("module.decoding."): v for k, v in recipe.items() if k.startswith("module.decoding.")} \
         == chosen
     assert tuned["split"] == "valid"

@@ -63,13 +63,6 @@ def test_every_family_gets_the_same_tuning_budget():
     assert {s["parameters"]["model"]["value"] for s in sweeps.values()} == {"transformer", "rnnsearch_small", "cnn"}
 
 
-def _leaves(tree: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in tree.items():
-        out.update(_leaves(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
-    return out
-
-
 @pytest.mark.parametrize("model", ["transformer", "rnnsearch_small", "cnn"])
 def test_each_family_trains_with_its_searched_recipe(model):
     """conf/recipe/halving/<model>.yaml, from the search every family got equally (sweeps/recipe_halving.yaml),
@@ -79,12 +72,12 @@ def test_each_family_trains_with_its_searched_recipe(model):
     import yaml
     from omegaconf import OmegaConf
 
-    from conftest import compose_train
+    from conftest import compose_train, dotted_leaves
 
     def leaves(path: Path) -> dict:
         tree = yaml.safe_load(path.read_text())
         tree.pop("defaults", None)
-        return _leaves(tree)
+        return dotted_leaves(tree)
 
     recipes = ROOT / "conf" / "recipe"
     for preset, recipe in ((["experiment=equal_compute"], "halving"), (["experiment=budget_sweep"], "halving"),
@@ -126,10 +119,10 @@ def test_rnn_presets_train_every_model_with_the_rnn_familys_recipe(preset, model
     import yaml
     from omegaconf import OmegaConf
 
-    from conftest import compose_train
+    from conftest import compose_train, dotted_leaves
 
-    recipe = _leaves(yaml.safe_load((ROOT / "conf" / "recipe" / "equal_search" /
-                                     "rnnsearch_small.yaml").read_text()))
+    recipe = dotted_leaves(yaml.safe_load((ROOT / "conf" / "recipe" / "equal_search" /
+                                           "rnnsearch_small.yaml").read_text()))
     for model in models:
         cfg = compose_train([f"experiment={preset}", model])
         assert {key: OmegaConf.select(cfg, key) for key in recipe} == recipe, (preset, model)

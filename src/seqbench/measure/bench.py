@@ -2,7 +2,8 @@
 beside plain PyTorch loops, CTranslate2 and, when installed, fairseq, on the same batches, threads and steps.
 
 Training: `warmup` untimed steps per model, then `rounds` rounds; in each round every row trains one window, a pass
-over the same steps / rounds batches, the rows of one shape back to back in an order that reverses every round (fairseq over exactly those batches' sentences, an epoch after a warm-up
+over the same steps / rounds batches, the rows of one shape back to back in an order that reverses every round
+(fairseq over exactly those batches' sentences, an epoch after a warm-up
 epoch). Each rate is the median over a row's windows, with their spread (seqbench.measure.speed.steadiness); each
 ratio is the median of the per-round ratios, so a host whose speed drifts over minutes (seen: 10-30% on a shared
 2-core VM) moves both sides of a ratio alike. A ratio whose rounds spread more than MAX_SPREAD is not given.

@@ -8,8 +8,9 @@ to a validation BLEU (machine-independent) where the runs recorded learning curv
 
 A document holds blocks between `<!-- headline: ARGS -->` and `<!-- /headline -->`, ARGS being the records'
 directory and options (--target-bleu BLEU, --by-length for BLEU by source length), or several directories and
---by-budget: the same models trained for different numbers of updates, one column per budget (`budget_headline`). `--headline FILE` rewrites every
-block of the file from its records, and tests/test_readme.py fails when a block and its records disagree.
+--by-budget: the same models trained for different numbers of updates, one column per budget (`budget_headline`).
+`--headline FILE` rewrites every block of the file from its records, and tests/test_readme.py fails when a block and
+its records disagree.
 """
 from __future__ import annotations
 

@@ -98,10 +98,11 @@ def library_versions() -> dict[str, str | None]:
     return versions
 
 
-def source_commit(package: Path = Path(__file__).resolve().parents[1]) -> str | None:
+def source_commit(package: Path | None = None) -> str | None:
     """The commit of the git checkout whose src/ holds `package` ("<sha>+dirty" when tracked files differ from it),
     so a record names the code that made it; None for an installed wheel (no src/ beside a pyproject.toml: a
     repository that merely contains the environment is not seqbench's) or where git cannot tell."""
+    package = package or Path(__file__).resolve().parents[1]
     root = package.parent.parent
     if package.parent.name != "src" or not (root / "pyproject.toml").is_file():
         return None
