@@ -106,6 +106,23 @@ def test_a_completed_run_launched_again_is_not_redone_unless_it_missed_its_budge
     assert train_in_process(run_dir, [*RESUMABLE, "trainer.max_steps=16"])["train"]["steps"] == 16
 
 
+def test_a_completed_run_moved_to_another_directory_and_cache_is_not_redone(tmp_path, data_cache):
+    """A multirun's committed records restored elsewhere (another run directory, another data cache) count as
+    finished when the job is launched there: only locations differ, so nothing is trained or written again."""
+    import shutil
+
+    first = tmp_path / "first" / "run"
+    train_in_process(first, RESUMABLE)
+    moved, cache = tmp_path / "elsewhere" / "job", tmp_path / "other_cache"
+    shutil.copytree(data_cache, cache)
+    shutil.move(first, moved)
+    before = {p: p.stat().st_mtime_ns for p in moved.rglob("*") if p.is_file() and p.name != ".lock"}
+    assert train_in_process(moved, RESUMABLE, cache_dir=cache)["status"] == "completed"
+    assert {p: p.stat().st_mtime_ns for p in moved.rglob("*") if p.is_file() and p.name != ".lock"} == before
+    # a setting that is not a location still reruns it
+    assert train_in_process(moved, [*RESUMABLE, "trainer.max_steps=15"], cache_dir=cache)["train"]["steps"] == 15
+
+
 def test_sigint_during_testing_records_it_and_the_rerun_gives_the_same_results(tmp_path, uninterrupted):
     run_dir = tmp_path / "run"
     with pytest.raises(Interrupted) as stop:

@@ -148,8 +148,9 @@ def _locked_run(cfg: DictConfig, run_dir: Path, started: float) -> dict:
 
 
 def _completed_before(cfg: DictConfig, run_dir: Path) -> dict | None:
-    """The record of this run directory when it completed before with exactly this config: a multirun launched again
-    to finish its remaining jobs neither retrains, re-evaluates nor re-measures (and so overwrites) the finished ones.
+    """The record of this run directory when it completed before with this config (locations aside, `_located`): a
+    multirun launched again to finish its remaining jobs neither retrains, re-evaluates nor re-measures (and so
+    overwrites) the finished ones, also where its committed records were restored into another directory.
     A run stopped by its wall-clock guard did not get its budget and resumes; any changed setting (a longer budget,
     other decoding, `train=false ckpt_path=...`) runs as asked."""
     if not RunDir(run_dir).results.is_file():
@@ -159,10 +160,32 @@ def _completed_before(cfg: DictConfig, run_dir: Path) -> dict | None:
     except InputError:  # another schema version or an unreadable record: the run decides afresh
         return None
     config = json.loads(json.dumps(OmegaConf.to_container(cfg, resolve=True), default=str))  # as results.json has it
-    if recorded.get("status") != "completed" or recorded.get("config") != config \
+    if recorded.get("status") != "completed" or _located(recorded.get("config")) != _located(config) \
             or (recorded.get("train") or {}).get("stopped_by") == "max_time":
         return None
     return recorded
+
+
+def _located(config):
+    """`config` with its own absolute locations (the paths group: run, log and cache directories) written as
+    `${paths.<key>}` wherever they occur, so a finished run copied to another directory or machine (the committed
+    records of a multirun, restored to resume it there) still compares equal to the config it was recorded with."""
+    if not isinstance(config, dict):
+        return config
+    paths = sorted(((key, value) for key, value in (config.get("paths") or {}).items()
+                    if isinstance(value, str) and Path(value).is_absolute()), key=lambda item: -len(item[1]))
+
+    def written(node):
+        if isinstance(node, dict):
+            return {key: written(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [written(value) for value in node]
+        if isinstance(node, str):
+            for key, value in paths:
+                node = node.replace(value, f"${{paths.{key}}}")
+        return node
+
+    return written(config)
 
 
 def _record_stop(cfg: DictConfig, run_dir: Path, status: str, error: BaseException, progress: dict,
