@@ -10,6 +10,7 @@ import pytest
 from seqbench.analysis.runs import external_run, group_by_label
 from seqbench.analysis.summary import significance, summary_rows
 from seqbench.commands.report import main
+from seqbench.common.errors import InputError
 from seqbench.report import write_report
 from seqbench.rundir.reader import Run, load_runs
 from seqbench.scoring.evaluation import Evaluator
@@ -402,3 +403,30 @@ def test_the_budget_headline_compares_each_budgets_models_over_the_seeds_every_b
     assert "Seeds: 4, 5, 6 (those every model has at every budget)" in out
     assert "Budget: 1,200, 2,400 updates" in out and "across the table's 2 comparisons" in out
     assert "`python train.py -m experiment=budget_sweep`, `python train.py -m experiment=equal_compute`" in out
+
+
+
+def test_runs_of_one_model_at_different_budgets_are_compared_by_budget_not_as_seeds(tmp_path, capsys):
+    """The report and the headline refuse a label whose runs trained for different trainer.max_steps (they are not
+    seeds of one model) and name --by-budget, which writes the budget table."""
+    from seqbench.report.headline import headline
+    from seqbench.rundir.results import write_results
+
+    from conftest import seqbench_cli
+
+    for steps, seeds in ((1200, (4, 5)), (2400, (4, 5))):
+        for label, base in (("rnn", 90.0), ("transformer", 80.0)):
+            for seed in seeds:
+                write_results({"label": label, "seed": seed, "model": {"name": label}, "parameters": 1_000_000,
+                               "test": {"bleu": base + seed + steps / 1000}, "config": {"task_name": "budget_sweep"},
+                               "train": {"steps": steps, "max_steps": steps}, "data": {"corpus": "synthetic-x"}},
+                              tmp_path / f"d{steps}" / f"{label}-seed{seed}")
+    with pytest.raises(InputError, match="different update budgets .* --by-budget"):
+        write_report([tmp_path / "d1200", tmp_path / "d2400"], tmp_path / "out")
+    with pytest.raises(InputError, match="--by-budget"):
+        headline(tmp_path)
+    status, out, err = seqbench_cli(["report", str(tmp_path / "d1200"), str(tmp_path / "d2400"), "--by-budget",
+                                     "--out", str(tmp_path / "out")], capsys)
+    assert status == 0, err
+    table = (tmp_path / "out" / "budget.md").read_text()
+    assert "| 1,200 updates: test BLEU |" in table and "| 2,400 updates: test BLEU |" in table

@@ -26,6 +26,16 @@ def group_by_label(runs: list[Run], split: str = "test") -> dict[str, list[Run]]
     return {label: groups[label] for label in sorted(groups, key=mean_bleu, reverse=True)}
 
 
+def check_one_budget_per_model(groups: dict[str, list[Run]]) -> None:
+    """Runs of one label are seeds of one model only if they trained for the same budget (trainer.max_steps): a
+    budget sweep's runs beside another preset's would otherwise pass for extra seeds."""
+    mixed = [label for label, runs in groups.items()
+             if len({(r.results.get("train") or {}).get("max_steps") for r in runs}) > 1]
+    if mixed:
+        raise InputError(f"{', '.join(mixed)}: runs of one model with different update budgets (trainer.max_steps) "
+                         "are not seeds of one model; compare them by budget: seqbench report DIR... --by-budget")
+
+
 # The 1-minute load average a timed run may reach beyond its own torch threads before its timings count as shared:
 # a run's Python and Lightning work adds a little, another training process at least one thread's worth.
 SHARED_LOAD_MARGIN = 0.75

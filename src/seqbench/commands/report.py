@@ -8,6 +8,7 @@ from pathlib import Path
 from seqbench.analysis.compute import DEFAULT_TARGETS
 from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
+from seqbench.common.io import atomic_write_text
 from seqbench.report import write_report
 from seqbench.report.sweep import is_sweep_dir, write_sweep_report
 from seqbench.report.tuning import write_tuning_report
@@ -39,6 +40,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "as an extra row (repeatable)")
     parser.add_argument("--target-bleu", nargs="+", type=float, default=list(DEFAULT_TARGETS), metavar="BLEU",
                         help="validation BLEUs of the compute-to-target table (default: %(default)s)")
+    parser.add_argument("--by-budget", action="store_true",
+                        help="the runs are the same models trained for different numbers of updates (e.g. "
+                             "docs/results/budget_sweep docs/results/equal_compute): one column pair per budget, "
+                             "written to OUT/budget.md")
     parser.add_argument("--headline", metavar="FILE", help="rewrite the generated headline blocks of FILE (e.g. "
                                                            "README.md) from the records each names, and nothing else")
     args = parser.parse_args(argv)
@@ -56,6 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     first = Path(args.runs[0])
     out = Path(args.out) if args.out else (first if first.is_dir() else Path.cwd()) / "report"
+    if args.by_budget:
+        from seqbench.report.headline import budget_headline
+
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out / "budget.md", budget_headline(args.runs))
+        print(out / "budget.md")
+        return 0
     if len(args.runs) == 1 and is_sweep_dir(first):
         path = write_sweep_report(first, out)  # its trials differ in shape, not seed: a sweep report
     elif all(is_sweep_dir(p) for p in args.runs):

@@ -24,7 +24,7 @@ from seqbench.analysis.plots import (
     plot_length_distance,
     plot_throughput,
 )
-from seqbench.analysis.runs import external_run, group_by_label, timed_while_shared
+from seqbench.analysis.runs import check_one_budget_per_model, external_run, group_by_label, timed_while_shared
 from seqbench.analysis.summary import (
     bucket_significance,
     length_distance_cells,
@@ -96,6 +96,7 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     groups = group_by_label(runs, split)
+    check_one_budget_per_model(groups)
     breakdowns = present_breakdowns(groups, split)
     figures = _figures(groups, split, breakdowns, targets)
     for name, fig in figures.items():

@@ -19,7 +19,7 @@ import shlex
 from pathlib import Path
 
 from seqbench.analysis.compute import compute_to_target, has_compute_curves
-from seqbench.analysis.runs import group_by_label, timed_while_shared
+from seqbench.analysis.runs import check_one_budget_per_model, group_by_label, timed_while_shared
 from seqbench.analysis.summary import BY_LENGTH, seed_significance, summary_rows
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
@@ -52,6 +52,7 @@ def headline(directory: str | Path, target: float = 80.0, shown: str | None = No
     if not runs:
         raise InputError(f"{directory}: no completed results.json")
     groups = group_by_label(runs, "test")
+    check_one_budget_per_model(groups)
     rows = summary_rows(groups, "test")
     tests = seed_significance(groups, "test")
     best = rows[0]["label"]
