@@ -151,3 +151,11 @@ def test_p_at_the_floor_is_a_bound():
     assert p_text(1 / 1001, 1000) == "≤ 1/1001" and p_text(0.0123, 1000) == "0.012"
     assert p_text(2 / 201, 200) == "0.010"  # twice the floor is a value
     assert seed_p_text(0.1, 0.1) == "0.1 (floor 0.1)" and seed_p_text(2 / 252, 2 / 252) == "0.00794 (floor 0.0079)"
+
+
+def test_with_holm_adds_each_tests_holm_adjusted_permutation_p():
+    from seqbench.analysis.seeds import holm, with_holm
+
+    tests = {"a": {"permutation_p": 0.01}, "b": {"permutation_p": 0.04}, "c": {"permutation_p": 0.03}}
+    assert with_holm(tests) is tests
+    assert [t["holm_p"] for t in tests.values()] == holm([0.01, 0.04, 0.03]) == [0.03, 0.06, 0.06]

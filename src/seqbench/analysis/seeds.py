@@ -100,6 +100,14 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
+def with_holm(tests: dict) -> dict:
+    """The seed tests of one table or claim ({key: SeedTest._asdict()}) with "holm_p" added to each: its permutation
+    p, Holm-adjusted across all of them. Returns `tests`."""
+    for test, adjusted in zip(tests.values(), holm([t["permutation_p"] for t in tests.values()])):
+        test["holm_p"] = adjusted
+    return tests
+
+
 def p_text(p_value: float, n_samples: int) -> str:
     """sacreBLEU's paired-bootstrap p-value as text, "≤ 1/(N+1)" at its floor, where more resamples would only lower
     it."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 
-from seqbench.analysis.seeds import compare_seeds, holm, spread
+from seqbench.analysis.seeds import compare_seeds, spread, with_holm
 from seqbench.common.nested import get_path
 from seqbench.common.text import bucket_start
 from seqbench.rundir.reader import Run
@@ -82,9 +82,7 @@ def seed_significance(groups: dict[str, list[Run]], split: str = "test", metric:
                   for label in (label_a, label_b)]
         if min(map(len, scores)) >= 2:
             tests[(label_a, label_b)] = compare_seeds(*scores)._asdict()
-    for test, adjusted in zip(tests.values(), holm([t["permutation_p"] for t in tests.values()])):
-        test["holm_p"] = adjusted
-    return tests
+    return with_holm(tests)
 
 
 def bucket_significance(groups: dict[str, list[Run]], split: str, breakdown: Breakdown) -> dict:
@@ -100,8 +98,7 @@ def bucket_significance(groups: dict[str, list[Run]], split: str, breakdown: Bre
                       for label in (label_a, label_b)]
             if min(map(len, scores)) >= 2:
                 tests[bucket] = compare_seeds(*scores)._asdict()
-        for test, adjusted in zip(tests.values(), holm([t["permutation_p"] for t in tests.values()])):
-            test["holm_p"] = adjusted
+        with_holm(tests)
         if tests:
             out[(label_a, label_b)] = tests
     return out

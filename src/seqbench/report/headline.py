@@ -102,7 +102,7 @@ def budget_headline(directories: list[str | Path], shown: list[str] | None = Non
     numbers of updates) as one row per model and, per budget, its test BLEU over the seeds that every model has at
     every budget, and its difference from that budget's best with Welch's interval and the permutation p over seeds,
     Holm-adjusted across all the comparisons of the table."""
-    from seqbench.analysis.seeds import compare_seeds, holm, spread
+    from seqbench.analysis.seeds import compare_seeds, spread, with_holm
 
     runs = load_runs(directories)
     if not runs:
@@ -122,8 +122,7 @@ def budget_headline(directories: list[str | Path], shown: list[str] | None = Non
             for b in budgets}
     tests = {(b, lab): compare_seeds(scores[(b, lab)], scores[(b, best[b])])._asdict()
              for b in budgets for lab in labels if (b, lab) in scores and lab != best[b]}
-    for test, adjusted in zip(tests.values(), holm([t["permutation_p"] for t in tests.values()])):
-        test["holm_p"] = adjusted
+    with_holm(tests)
     header = ["model"]
     for b in budgets:
         header += [f"{b:,} updates: test BLEU", f"Δ vs {best[b]} [Welch 95% CI]; p (Holm; floor)"]
