@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 
+import numpy as np
 import pytest
 import torch
 
 from seqbench.decoding.recompute import recompute_greedy
 from seqbench.decoding.search import DecodingConfig, greedy_search
 from seqbench.measure import fairseq
-from seqbench.measure.speed import steadiness
+from seqbench.measure.speed import median_ratio, steadiness
 
 from conftest import SRC_VOCAB, build_tiny_model, random_batch, seqbench_cli
 
@@ -61,9 +61,8 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
         assert row["memory"]["cpu_rss_peak_mb"] > 0 and row["parameters"] > 0
         ratios = [a["target_tokens_per_s"] / b["target_tokens_per_s"]  # round by round, side by side
                   for a, b in zip(row["windows"], rows["nn.Transformer"]["windows"])]
-        assert row["vs_nn_transformer"]["rounds"] == pytest.approx(ratios)
-        steady = steadiness(ratios)["steady"]
-        assert row["vs_nn_transformer"]["ratio"] == (pytest.approx(statistics.median(ratios)) if steady else None)
+        assert row["vs_nn_transformer"] == {"baseline": "nn.Transformer", **median_ratio(ratios)}
+        assert row["vs_nn_transformer"]["interval"] is None  # 4 rounds: too few for a 95% interval, so no ratio
     assert rows["transformer"]["vs_same_shape_baseline"]["baseline"] == "nn.Transformer"
     assert rows["rnn"]["vs_same_shape_baseline"]["baseline"] == "nn.LSTM"
     assert rows["cnn"]["vs_same_shape_baseline"] is None and rows["preset transformer"]["parameters"] > \
@@ -77,10 +76,11 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
             assert row[kind]["beam_size"] == beam and row[kind]["sentences"] == n
             assert row[kind]["target_tokens"] == n * tokens == n * 9  # every hypothesis forced to --decode-tokens
         rounds = result["settings"]["decode_rounds"]
+        assert rounds == result["settings"]["decode_max_rounds"] == 7  # --tiny adds no rounds
         assert all(len(row[kind]["rounds"]) == rounds for kind in ("greedy", "beam", "greedy_uncached"))
         ratios = [a / b for a, b in zip(row["greedy"]["rounds"], row["greedy_uncached"]["rounds"])]  # side by side
-        assert row["cache_speedup_greedy"] == (pytest.approx(statistics.median(ratios))
-                                               if steadiness(ratios)["steady"] else None)
+        assert row["cache_speedup_greedy"] == median_ratio(ratios)
+        assert row["cache_speedup_greedy"]["interval"] == [min(ratios), max(ratios)]  # 7 rounds: 98.4% coverage
     for name in rows:
         assert f"| {name} |" in stdout
     assert "MFU denominator" in stdout and "cache speed-up" in stdout
@@ -99,8 +99,7 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
             speed = engine[kind]
             assert speed["beam_size"] == beam and speed["target_tokens"] == n * 9 and speed["sentences_per_s"] > 0
             ratios = [a / b for a, b in zip(decoding["transformer"][kind]["rounds"], speed["rounds"])]
-            assert len(ratios) == rounds and engine["seqbench_share"][kind] == (
-                pytest.approx(statistics.median(ratios)) if steadiness(ratios)["steady"] else None)
+            assert len(ratios) == rounds and engine["seqbench_share"][kind] == median_ratio(ratios)
     assert "| transformer | CTranslate2 float32 |" in stdout and "seqbench / engine, beam 5" in stdout
 
 
@@ -272,3 +271,56 @@ def test_the_rows_of_a_ratio_are_timed_back_to_back_in_alternating_order():
     assert names[1] == ["fairseq transformer", "nn.Transformer", "transformer", "fairseq rnn", "rnn"]
     assert names[2] == names[0]
     assert all(sorted(n) == sorted(r["name"] for r in records) for n in names)
+
+
+def test_median_ratio_has_an_order_statistic_interval_that_narrows_with_rounds():
+    # 10 rounds: P(Binomial(10, 1/2) <= 1) = 11/1024, so [x(2), x(9)] covers the median with 1 - 22/1024 >= 95%
+    # while [x(3), x(8)] covers it with only 1 - 112/1024
+    ratios = [1.30, 1.00, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.04, 0.70]
+    result = median_ratio(ratios)
+    assert result["median"] == pytest.approx(1.005) and result["interval"] == [0.97, 1.04]
+    assert result["ratio"] == pytest.approx(1.005) and result["rounds"] == ratios  # 7% wide: given
+    assert median_ratio(ratios[:5]) == {"ratio": None, "median": 1.01, "interval": None, "rounds": ratios[:5]}
+    # the same host noise (rounds 15% apart): 7 rounds leave the median unknown, 41 pin it down
+    noisy = [1.0 + 0.15 * ((7 * i) % 5 - 2) / 2 for i in range(41)]
+    assert median_ratio(noisy[:7])["ratio"] is None and median_ratio(noisy)["ratio"] == pytest.approx(1.0)
+
+
+def test_median_ratio_interval_covers_the_median_in_95_percent_of_draws():
+    rng = np.random.default_rng(0)
+    true_median = np.log(2.0)  # an exponential's
+    for n in (7, 12):
+        covered = [lo <= true_median <= hi for lo, hi in
+                   (median_ratio(list(rng.exponential(size=n)))["interval"] for _ in range(2000))]
+        assert np.mean(covered) >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / 2000)
+
+
+class _Window:
+    """A training row whose windows run at the rates given, one per round."""
+    def __init__(self, rates):
+        self.rates = iter(rates)
+
+    def window(self, _batches):
+        return {"target_tokens_per_s": next(self.rates)}
+
+
+def test_rounds_are_added_until_every_same_shape_ratio_is_steady():
+    from seqbench.measure.bench import _timed_rounds
+
+    def rows(noisy):
+        records = [{"name": "transformer", "kind": "seqbench", "twin": "transformer"},
+                   {"name": "nn.Transformer", "kind": "baseline", "shape_of": "transformer", "twin": "transformer"},
+                   {"name": "cnn", "kind": "seqbench", "twin": "cnn"}]  # cnn / nn.Transformer: across shapes
+        steady, cnn = [100.0] * 30, [100.0 * (1 + 0.3 * (i % 3)) for i in range(30)]
+        return [(records[0], _Window(noisy)), (records[1], _Window(steady)), (records[2], _Window(cnn))]
+
+    quiet = _timed_rounds(rows([100.0 + i % 2 for i in range(30)]), [], 6, 15, lambda _: None)
+    assert {len(w) for w in quiet.values()} == {6}  # steady after the first 6 rounds: none added
+    # a burst makes the first 7 rounds' ratios spread; later rounds are quiet, so the interval narrows
+    bursty = [70.0, 130.0, 75.0, 125.0, 80.0, 120.0, 100.0] + [100.0] * 23
+    added = _timed_rounds(rows(bursty), [], 6, 20, lambda _: None)
+    assert len(added["transformer"]) == 15  # by hand: [x(4), x(12)] of 15 rounds is the first interval within 20%
+    assert median_ratio([a["target_tokens_per_s"] / 100.0 for a in added["transformer"]])["ratio"] is not None
+    assert median_ratio([a["target_tokens_per_s"] / 100.0 for a in added["transformer"][:-1]])["ratio"] is None
+    never = [100.0 * (1 + 0.3 * (i % 3)) for i in range(30)]
+    assert len(_timed_rounds(rows(never), [], 6, 15, lambda _: None)["transformer"]) == 15  # the cap

@@ -2,7 +2,8 @@
 and (when installed) fairseq; what it measures and how: seqbench.measure.bench.
 
     seqbench bench [--families transformer,rnn,cnn] [--preset NAME ...] [--threads N] [--steps N] [--rounds N]
-                   [--warmup N] [--decode-tokens N] [--vocab-size N] [--fairseq VENV] [--bf16] [--out DIR] [--tiny]
+                   [--max-rounds N] [--warmup N] [--decode-tokens N] [--vocab-size N] [--fairseq VENV] [--bf16]
+                   [--out DIR] [--tiny]
     seqbench bench --measure-peak [--force] [--threads N]
     seqbench bench --gpu-check [--tiny] [--out DIR]      (seqbench.measure.gpu_check)
 
@@ -25,7 +26,8 @@ from seqbench.commands.cli import ArgumentParser
 from seqbench.common.io import atomic_write_text
 from seqbench.config.compose import compose
 from seqbench.measure import peaks
-from seqbench.measure.bench import run_bench
+from seqbench.measure.bench import MAX_ROUNDS, ROUNDS, run_bench
+from seqbench.measure.speed import MAX_INTERVAL
 from seqbench.measure.workload import FAMILIES, REFERENCE, TINY
 from seqbench.report.bench import markdown
 from seqbench.sweep.runner import usable_cores
@@ -52,10 +54,13 @@ def parse_args(argv: list[str] | None):
                         help="torch intra-op threads (default: the cores this process may use)")
     parser.add_argument("--steps", type=int, help="timed training steps per model (default 40; --tiny 4)")
     parser.add_argument("--warmup", type=int, help="untimed training steps first (default 5; --tiny 1)")
-    parser.add_argument("--rounds", type=int, default=5, help="timing rounds the steps are split into; each round "
-                                                             "times one window of every row, and one decoding pass of "
-                                                             "every decoder (more rounds: steadier ratios on a noisy "
-                                                             "host)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS,
+                        help=f"timing rounds the steps are split into (default {ROUNDS}; 6 at least give a "
+                             "ratio a 95%% interval); each round times one window of every row, and one decoding "
+                             "pass of every decoder")
+    parser.add_argument("--max-rounds", type=int, metavar="N",
+                        help=f"rounds of the same windows added after --rounds while a ratio's 95%% interval is wider "
+                             f"than {MAX_INTERVAL:.0%} of its median (default {MAX_ROUNDS}; --tiny: --rounds)")
     parser.add_argument("--decode-tokens", type=int, metavar="N",
                         help="tokens every decoded hypothesis is forced to (default 23, as peers are benchmarked; "
                              "longer hypotheses show the cache's gain growing with length)")
@@ -87,13 +92,16 @@ def parse_args(argv: list[str] | None):
         parser.error("--gpu-check and --measure-peak are separate runs")
     if args.tiny and args.measure_peak:
         parser.error("--measure-peak measures the machine's real peak: not with --tiny")
-    for key in ("threads", "steps", "decode_tokens", "rounds"):
+    for key in ("threads", "steps", "decode_tokens", "rounds", "max_rounds"):
         if getattr(args, key) is not None and getattr(args, key) < 1:
             parser.error(f"--{key.replace('_', '-')}={getattr(args, key)}: must be a positive integer")
     if args.vocab_size is not None and args.vocab_size < 8:
         parser.error(f"--vocab-size={args.vocab_size}: must be at least 8 (4 ids are special)")
     if args.warmup is not None and args.warmup < 0:
         parser.error(f"--warmup={args.warmup}: must be >= 0")
+    args.max_rounds = args.max_rounds or (args.rounds if args.tiny else max(args.rounds, MAX_ROUNDS))
+    if args.max_rounds < args.rounds:
+        parser.error(f"--max-rounds={args.max_rounds}: must be at least --rounds={args.rounds}")
     args.steps = args.steps or (4 if args.tiny else 40)
     args.warmup = args.warmup if args.warmup is not None else (1 if args.tiny else 5)
     return args
@@ -133,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     result = run_bench(setting, args.families, presets, args.warmup, args.steps, device, cache_dir,
                        log=lambda message: print(message, file=sys.stderr, flush=True), fairseq=args.fairseq,
-                       rounds=args.rounds, bf16=args.bf16)
+                       rounds=args.rounds, bf16=args.bf16, max_rounds=args.max_rounds)
     result = {"command": "seqbench bench " + " ".join(sys.argv[1:] if argv is None else argv),
               "tiny": args.tiny, "wall_time_s": time.perf_counter() - started, **result}
     table = markdown(result)

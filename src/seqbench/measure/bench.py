@@ -1,12 +1,14 @@
 """What `seqbench bench` measures: training and decoding speed of the reference models (seqbench.measure.workload)
 beside plain PyTorch loops, CTranslate2 and, when installed, fairseq, on the same batches, threads and steps.
 
-Training: `warmup` untimed steps per model, then `rounds` rounds; in each round every row trains one window, a pass
-over the same steps / rounds batches, the rows of one shape back to back in an order that reverses every round
-(fairseq over exactly those batches' sentences, an epoch after a warm-up
-epoch). Each rate is the median over a row's windows, with their spread (seqbench.measure.speed.steadiness); each
-ratio is the median of the per-round ratios, so a host whose speed drifts over minutes (seen: 10-30% on a shared
-2-core VM) moves both sides of a ratio alike. A ratio whose rounds spread more than MAX_SPREAD is not given.
+Training: `warmup` untimed steps per model, then at least `rounds` rounds; in each round every row trains one
+window, a pass over the same steps / rounds batches, the rows of one shape back to back in an order that reverses
+every round (fairseq over exactly those batches' sentences, an epoch after a warm-up epoch). Each rate is the median
+over a row's windows, with their spread (seqbench.measure.speed.steadiness); each ratio is the median of the
+per-round ratios, so a host whose speed drifts over minutes (seen: 10-30% on a shared 2-core VM) moves both sides of
+a ratio alike, with a 95% interval for that median (seqbench.measure.speed.median_ratio). A ratio whose interval is
+wider than MAX_INTERVAL is not given; rounds are added, up to `max_rounds`, until every ratio of a shape (seqbench
+over its plain loop, fairseq, fp32) is given: repeated until stable.
 Baseline rows (a plain `torch.nn.Transformer` loop, and a plain `torch.nn.LSTM` loop when the rnn family runs;
 seqbench.measure.baselines) run in the same process. Training FLOPs are each model's analytic `flops_per_token` (3x
 forward); a baseline counts those of the seqbench model of its shape. MFU is against the machine's matmul peak
@@ -17,7 +19,8 @@ every model does the same work whatever it has learned: greedy and beam with the
 without it (seqbench.decoding.recompute). The reference Transformer is also decoded by CTranslate2
 (seqbench.decoding.ctranslate2) on the same weights, sources, forced length and threads, in fp32 and int8, through
 the same decoder protocol as seqbench's own search (seqbench.decoding.translator.Decoder). Decoding is timed in
-as many rounds as training, every pass of a round in turn (`decoding_row`).
+rounds too, every pass of a round in turn, until the cache's speed-up and seqbench's share of each engine are given
+or `max_rounds` are done (`decoding_row`).
 """
 from __future__ import annotations
 
@@ -35,12 +38,13 @@ from seqbench.decoding.recompute import recompute_greedy
 from seqbench.decoding.search import DecodingConfig, generate
 from seqbench.measure import peaks
 from seqbench.measure.memory import peak_memory, reset_peak_memory
-from seqbench.measure.speed import clock, decode_speed, steadiness
+from seqbench.measure.speed import clock, decode_speed, median_ratio, steadiness
 from seqbench.measure.workload import Setting, baseline_models, build, decode_batches, generated_pairs, make_batches
 from seqbench.models import linear
 from seqbench.models.losses import label_smoothed_nll
 
-ROUNDS = 5  # timing rounds the timed training steps are split into (the default of `seqbench bench --rounds`)
+ROUNDS = 7  # timing rounds the timed training steps are split into (`seqbench bench --rounds`): 6 at least give a
+MAX_ROUNDS = 15  # 95% interval of a median; rounds added until every ratio is steady, at most this many
 LABEL_SMOOTHING = 0.1
 CTRANSLATE2_TYPES = ("float32", "int8")  # fp32: the same arithmetic; int8: what the engine is deployed with on CPU
 
@@ -130,19 +134,21 @@ def merged(passes: list[dict]) -> dict:
             "rounds": [p["sentences_per_s"] for p in passes]}
 
 
-def round_ratio(a: dict, b: dict) -> float | None:
-    """The median of the per-round ratios of two merged rows' rates, None when the rounds spread too widely."""
-    ratios = steadiness([x / y for x, y in zip(a["rounds"], b["rounds"])])
-    return ratios["median"] if ratios["steady"] else None
+def round_ratio(a: dict, b: dict) -> dict:
+    """The median of the per-round ratios of two decoding rows' rates (passes or merged rows), with its interval
+    (seqbench.measure.speed.median_ratio): "ratio" is None when the interval is too wide."""
+    rates = [[p["sentences_per_s"] for p in row] if isinstance(row, list) else row["rounds"] for row in (a, b)]
+    return median_ratio([x / y for x, y in zip(*rates)])
 
 
 def decoding_row(model, batches: list[dict], setting: Setting, device: torch.device, rounds: int,
-                 bf16: bool = False, engines: bool = True) -> dict:
+                 bf16: bool = False, engines: bool = True, max_rounds: int | None = None) -> dict:
     """Greedy and beam search with the cache and greedy without it, every hypothesis exactly decode_tokens long,
     and (with `engines`, for a model that converts) the same weights decoded by CTranslate2 per compute type.
     Each round times one pass of every one in turn, so a drift of the host falls on all alike; the cache's speed-up
-    and seqbench's share of each engine are medians of per-round ratios. A translator exists only for its own
-    passes: a live one slowed torch's decoding in the same process by 15-25% (measured 2026-12-03, even idle)."""
+    and seqbench's share of each engine are medians of per-round ratios, timed in at least `rounds` rounds and more,
+    up to `max_rounds`, until each is steady. A translator exists only for its own passes: a live one slowed torch's
+    decoding in the same process by 15-25% (measured 2026-12-03, even idle)."""
     n = setting.decode_tokens
     exact = DecodingConfig(beam_size=1, min_len=n, max_len=n)
     beam = replace(exact, beam_size=setting.beam_size)
@@ -151,7 +157,9 @@ def decoding_row(model, batches: list[dict], setting: Setting, device: torch.dev
     with tempfile.TemporaryDirectory() as folder:
         engine_types = _converted(model, setting, folder) if engines else ()
         passes: dict = {}
-        for round_ in range(rounds):
+        for round_ in range(max(rounds, max_rounds or rounds)):
+            if round_ >= rounds and all(ratio["ratio"] is not None for ratio in _decoding_ratios(passes)):
+                break
             for kind, (cfg, search) in ours.items():  # warmed up in the first round (a translator: in each)
                 passes.setdefault(kind, []).append(decode_speed(model, batches, cfg, device, int(round_ == 0),
                                                                 context, search))
@@ -170,6 +178,14 @@ def decoding_row(model, batches: list[dict], setting: Setting, device: torch.dev
             speeds["seqbench_share"] = {kind: round_ratio(row[kind], speeds[kind]) for kind in ("greedy", "beam")}
             row["ctranslate2"][compute_type] = speeds
     return row
+
+
+def _decoding_ratios(passes: dict) -> list[dict]:
+    """The ratios a decoding row reports, from the passes so far: the cache's speed-up, seqbench's share of each
+    engine (its passes keyed (compute type, kind))."""
+    engines = [key for key in passes if isinstance(key, tuple)]
+    return [round_ratio(passes["greedy"], passes["greedy_uncached"])] + \
+        [round_ratio(passes[kind], passes[(compute_type, kind)]) for compute_type, kind in engines]
 
 
 def _converted(model, setting: Setting, folder: str) -> tuple[str, ...]:
@@ -204,21 +220,24 @@ def _flops(model, speed: dict, cached: dict, device: torch.device, dtype: str = 
 
 def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], warmup: int, steps: int,
               device: torch.device, cache_dir: str | None, log=print, fairseq: str | None = None,
-              rounds: int = ROUNDS, bf16: bool = False) -> dict:
+              rounds: int = ROUNDS, bf16: bool = False, max_rounds: int = MAX_ROUNDS) -> dict:
     """The training and decoding rows of the reference `families` and the `presets` ({name: model config});
     `fairseq`: a virtual environment with fairseq, whose rows train the same families on the same sentences;
     `bf16`: every seqbench model also trains and decodes with bf16 autocast, as a row of its own ("<name> bf16").
-    Training is timed in rounds: each round times one window of every row in turn."""
+    Training is timed in rounds: each round times one window of every row in turn, `rounds` of them and more, up to
+    `max_rounds`, until every same-shape ratio is steady."""
     cached = peaks.cached_peaks(device, cache_dir, setting.peak_seconds)
     pairs = generated_pairs(setting)
     batches = [{k: v.to(device) for k, v in b.items()} for b in make_batches(pairs, setting.max_tokens, setting.seed)]
-    decode_rounds, rounds = rounds, min(rounds, steps)
+    adding = max_rounds > rounds  # rounds may be added to make a ratio steady (not so with --tiny)
+    decode_rounds, rounds = rounds, min(rounds, steps)  # a training window trains one batch at least
+    max_rounds, train_max_rounds = max(decode_rounds, max_rounds), max_rounds if adding else rounds
     window = timing_batches(batches, steps, rounds)
     warm = [batches[len(window) + i % max(1, len(batches) - len(window))] for i in range(warmup)]
     models = [(family, family, setting.models[family]) for family in families]
     models += [(f"preset {name}", None, config) for name, config in presets.items()]
     rows, decoding, twins = _seqbench_rows(models, setting, decode_batches(pairs, setting), warm, device, bf16,
-                                           decode_rounds, log)
+                                           decode_rounds, max_rounds, log)
     rows += _baseline_rows(setting, families, warm, device)
     with tempfile.TemporaryDirectory() as work:
         if fairseq is not None:
@@ -228,13 +247,15 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
             rows += [({"name": f"fairseq {family}", "kind": "fairseq", "shape_of": family, "parameters": None,
                        "twin": family, "memory": {"cpu_rss_peak_mb": None, "cuda_max_allocated_mb": None}},
                       FairseqRow(fairseq, setting, family, sentences, device, work)) for family in families]
-        windows = _timed_rounds(rows, window, rounds, log)
+        windows = _timed_rounds(rows, window, rounds, train_max_rounds, log)
     training = _training_records(rows, windows, window, warmup, twins, cached, device)
     return {"machine": {"device": peaks.device_name(device), "device_type": device.type,
                         "threads": torch.get_num_threads(), "dtype": "float32", "peaks": cached,
                         "torch": torch.__version__, "onednn_linear": linear.ENABLED},
-            "settings": {"warmup_steps": warmup, "timed_steps": steps, "windows": rounds,
-                         "decode_rounds": decode_rounds, "vocab_size": setting.vocab_size, "pairs": setting.pairs,
+            "settings": {"warmup_steps": warmup, "timed_steps": steps, "windows": len(next(iter(windows.values()))),
+                         "min_rounds": rounds, "max_rounds": train_max_rounds, "decode_rounds": decode_rounds,
+                         "decode_max_rounds": max_rounds,
+                         "vocab_size": setting.vocab_size, "pairs": setting.pairs,
                          "lengths": list(setting.lengths), "max_tokens": setting.max_tokens,
                          "batches": len(batches), "window_batches": len(window),
                          "decode_sentences": setting.decode_sentences,
@@ -243,7 +264,8 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
             "training": training, "decoding": decoding}
 
 
-def _seqbench_rows(models, setting: Setting, to_decode, warm, device: torch.device, bf16: bool, rounds: int, log):
+def _seqbench_rows(models, setting: Setting, to_decode, warm, device: torch.device, bf16: bool, rounds: int,
+                   max_rounds: int, log):
     """Each seqbench model (name, family or None, config): its decoding row, measured now, and its training row,
     warmed up (timed later in rounds); with `bf16` a twin of each under autocast. Returns the training rows as
     (record, runner), the decoding rows, and {family or name: model}, whose FLOPs every row of that shape counts."""
@@ -252,7 +274,7 @@ def _seqbench_rows(models, setting: Setting, to_decode, warm, device: torch.devi
         model = build(config, setting.vocab_size, setting.seed)
         twins[family or name] = model
         log(f"decoding {name} ...")
-        row = {"name": name, **decoding_row(model, to_decode, setting, device, rounds)}
+        row = {"name": name, **decoding_row(model, to_decode, setting, device, rounds, max_rounds=max_rounds)}
         if "ctranslate2" not in row and family == "transformer":
             log("no CTranslate2 rows: pip install 'seqbench[ctranslate2]' to decode beside the engine")
         decoding.append(row)
@@ -262,7 +284,8 @@ def _seqbench_rows(models, setting: Setting, to_decode, warm, device: torch.devi
         if bf16:
             twin = build(config, setting.vocab_size, setting.seed)
             decoding.append({"name": f"{name} bf16", **decoding_row(twin, to_decode, setting, device, rounds,
-                                                                    bf16=True, engines=False)})
+                                                                    bf16=True, engines=False,
+                                                                    max_rounds=max_rounds)})
             runner = TrainingRow(twin, device, seqbench=True, bf16=True)
             rows.append(({"name": f"{name} bf16", "kind": "bf16", "shape_of": family or name, "config": config,
                           "parameters": twin.num_parameters(), "memory": runner.warm_up(warm),
@@ -292,11 +315,16 @@ def round_order(records: list[dict], round_: int) -> list[int]:
     return [i for members in shapes.values() for i in (members if round_ % 2 == 0 else members[::-1])]
 
 
-def _timed_rounds(rows, window, rounds: int, log) -> dict[str, list[dict]]:
-    """Each round times one window of every row (in round_order), so a drift of the host falls on every row alike."""
+def _timed_rounds(rows, window, rounds: int, max_rounds: int, log) -> dict[str, list[dict]]:
+    """Each round times one window of every row (in round_order), so a drift of the host falls on every row alike;
+    after `rounds` rounds, another while a same-shape ratio is not steady, up to `max_rounds`."""
     windows: dict[str, list[dict]] = {record["name"]: [] for record, _ in rows}
-    for round_ in range(rounds):
-        log(f"training round {round_ + 1} of {rounds}: {', '.join(windows)}")
+    pairs = [(name, other) for name, compared in comparisons([record for record, _ in rows]).items()
+             for key, other in compared.items() if key != "vs_nn_transformer"]  # across shapes: minutes apart
+    for round_ in range(max_rounds):
+        if round_ >= rounds and all(_ratio(windows[a], windows[b])["ratio"] is not None for a, b in pairs):
+            break
+        log(f"training round {round_ + 1} (at least {rounds}, at most {max_rounds}): {', '.join(windows)}")
         for i in round_order([record for record, _ in rows], round_):
             record, runner = rows[i]
             windows[record["name"]].append(runner.window(window))
@@ -321,26 +349,41 @@ def _training_records(rows, windows, window, warmup: int, twins, cached, device:
     return training
 
 
-def _ratio(row: dict, other: dict) -> dict:
-    """row's target tokens/s over other's, round by round (windows timed side by side): the median ratio, its
-    spread, and None as the ratio when the rounds disagree by more than the steadiness limit."""
-    ratios = [a["target_tokens_per_s"] / b["target_tokens_per_s"] for a, b in zip(row["windows"], other["windows"])]
-    rounds = steadiness(ratios)
-    return {"ratio": rounds["median"] if rounds["steady"] else None, "spread": rounds["spread"],
-            "rounds": ratios}
+def _ratio(windows: list[dict], others: list[dict]) -> dict:
+    """One row's target tokens/s over another's, round by round (windows timed side by side): the median ratio with
+    its interval, None as the ratio when the interval is too wide (seqbench.measure.speed.median_ratio)."""
+    return median_ratio([a["target_tokens_per_s"] / b["target_tokens_per_s"] for a, b in zip(windows, others)])
+
+
+RATIO_NAMES = {"vs_nn_transformer": "baseline", "vs_same_shape_baseline": "baseline", "vs_fairseq": "fairseq",
+               "vs_fp32": "fp32"}  # each ratio's record names the row it divides by under this key
+
+
+def comparisons(records: list[dict]) -> dict[str, dict[str, str]]:
+    """{row name: {ratio: the row it is divided by}}: every row over the nn.Transformer loop; a seqbench row over
+    the plain loop of its shape and fairseq's model of its family (when there are ones); a bf16 row over its fp32
+    twin."""
+    baselines = {r["shape_of"]: r["name"] for r in records if r["kind"] == "baseline"}
+    fairseq = {r["shape_of"]: r["name"] for r in records if r["kind"] == "fairseq"}
+    seqbench = {r["name"] for r in records if r["kind"] == "seqbench"}
+    compared = {}
+    for r in records:
+        others = {"vs_nn_transformer": baselines["transformer"]}
+        if r["kind"] == "seqbench":
+            others.update({key: by[r["name"]] for key, by in (("vs_same_shape_baseline", baselines),
+                                                              ("vs_fairseq", fairseq)) if r["name"] in by})
+        if r["kind"] == "bf16" and r.get("shape_of") in seqbench:
+            others["vs_fp32"] = r["shape_of"]
+        compared[r["name"]] = others
+    return compared
 
 
 def add_ratios(training: list[dict]) -> None:
-    """Each row's target tokens/s over the nn.Transformer loop's, each seqbench row's over the plain loop of its
-    shape and over fairseq's model of its family (when there is one)."""
-    baselines = {row["shape_of"]: row for row in training if row["kind"] == "baseline"}
-    fairseq = {row["shape_of"]: row for row in training if row["kind"] == "fairseq"}
-    yardstick = baselines["transformer"]
-    for row in training:
-        row["vs_nn_transformer"] = _ratio(row, yardstick)
-        same = baselines.get(row["name"]) if row["kind"] == "seqbench" else None
-        row["vs_same_shape_baseline"] = {"baseline": same["name"], **_ratio(row, same)} if same else None
-        anchor = fairseq.get(row["name"]) if row["kind"] == "seqbench" else None
-        row["vs_fairseq"] = {"fairseq": anchor["name"], **_ratio(row, anchor)} if anchor else None
-        fp32 = next((r for r in training if r["kind"] == "seqbench" and r["name"] == row.get("shape_of")), None)
-        row["vs_fp32"] = {"fp32": fp32["name"], **_ratio(row, fp32)} if row["kind"] == "bf16" and fp32 else None
+    """Each row's ratios (`comparisons`) as {"<the other's role>": name, ratio, median, interval, rounds}; None
+    where a row has no such comparison."""
+    rows = {row["name"]: row for row in training}
+    for name, compared in comparisons(training).items():
+        row = rows[name]
+        for key, other in RATIO_NAMES.items():
+            by = compared.get(key)
+            row[key] = {other: by, **_ratio(row["windows"], rows[by]["windows"])} if by else None

@@ -40,6 +40,29 @@ def steadiness(values: list[float]) -> dict:
     return {"median": median, "spread": spread, "steady": spread <= MAX_SPREAD, "windows": len(values)}
 
 
+RATIO_CONFIDENCE = 0.95
+MAX_INTERVAL = 0.2  # a ratio is given when the RATIO_CONFIDENCE interval of its median spans at most 20% of it
+
+
+def median_ratio(ratios: list[float]) -> dict:
+    """The median of per-round ratios (seqbench over another row, timed side by side in each round) with a
+    distribution-free confidence interval for it, from order statistics (scipy.stats.quantile_test), and the ratio
+    itself only when that interval spans at most MAX_INTERVAL of the median. Unlike the rounds' spread, the
+    interval narrows as rounds are added, so a noisy host calls for more rounds (`seqbench bench --max-rounds`)
+    instead of never giving a ratio; fewer than 6 rounds cannot give a 95% interval at all (`interval` None)."""
+    import math
+    import statistics
+
+    from scipy.stats import quantile_test
+
+    median = statistics.median(ratios)
+    ci = quantile_test(ratios, q=median, p=0.5).confidence_interval(RATIO_CONFIDENCE)
+    interval = [float(ci.low), float(ci.high)] if math.isfinite(ci.low) and math.isfinite(ci.high) else None
+    width = (interval[1] - interval[0]) / median if interval and median > 0 else math.inf
+    return {"ratio": median if width <= MAX_INTERVAL else None, "median": median, "interval": interval,
+            "rounds": list(ratios)}
+
+
 @torch.no_grad()
 def decode_speed(model: Seq2Seq, batches: list[dict], decoding: DecodingConfig, device: torch.device,
                  warmup_batches: int = 1,

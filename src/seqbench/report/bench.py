@@ -1,18 +1,19 @@
 """`seqbench bench`'s tables, from the record seqbench.measure.bench.run_bench returns."""
 from __future__ import annotations
 
-
-def _ratio(value: float | None, unsteady: str = "unsteady") -> str:
-    return f"{value:.2f}x" if value is not None else unsteady
+from seqbench.measure.speed import MAX_INTERVAL
 
 
 def _compared(ratio: dict | None) -> str:
-    """A ratio measured round by round: its median, or why there is none."""
+    """A ratio measured round by round (seqbench.measure.speed.median_ratio): its median, or why there is none."""
     if ratio is None:
         return "-"
-    if ratio["ratio"] is None:
-        return f"unsteady (rounds spread {ratio['spread']:.0%})"
-    return f"{ratio['ratio']:.2f}x"
+    if ratio["ratio"] is not None:
+        return f"{ratio['ratio']:.2f}x"
+    interval = ratio.get("interval")
+    if interval is None:
+        return f"unsteady (median {ratio['median']:.2f}x; too few rounds for a 95% interval)"
+    return f"unsteady (median {ratio['median']:.2f}x, 95% interval {interval[0]:.2f}-{interval[1]:.2f}x)"
 
 
 def _rate(row: dict) -> str:
@@ -53,10 +54,11 @@ def markdown(result: dict) -> str:
              f"{peak['measured_at']}, n={peak['matrix_size']}, {peak['measure_seconds']:.1f} s, {idle}{unfit})",
              f"training: {settings['pairs']:,} generated pairs, lengths {settings['lengths'][0]}-"
              f"{settings['lengths'][1]}, vocab {settings['vocab_size']:,}, {settings['max_tokens']:,}-token batches; "
-             f"{settings['windows']} rounds, each timing one window of every row in turn ({settings['window_batches']} "
-             f"batches, the same in every window) after {settings['warmup_steps']} warm-up steps; rates are "
-             "medians over the windows, ratios medians of the per-round ratios, not given when their interquartile "
-             "range passes 15% of the median", "",
+             f"{settings['windows']} rounds{_added(settings['min_rounds'], settings['max_rounds'])}, each timing one "
+             "window of every row in turn "
+             f"({settings['window_batches']} batches, the same in every window) after {settings['warmup_steps']} "
+             "warm-up steps; rates are medians over the windows, ratios medians of the per-round ratios, given when "
+             f"the 95% interval of that median spans at most {MAX_INTERVAL:.0%} of it", "",
              "| model | params | tgt tok/s | src+tgt tok/s | step ms | GFLOP/s | MFU | peak MB "
              "| x nn.Transformer | x same-shape loop | x fairseq |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -84,7 +86,7 @@ def markdown(result: dict) -> str:
               "|---|---|---|---|---|"]
     for row in result["decoding"]:
         cells = [_speed(row[k]) for k in ("greedy", "beam", "greedy_uncached")]
-        lines.append(f"| {row['name']} | {' | '.join(cells)} | {_ratio(row['cache_speedup_greedy'])} |")
+        lines.append(f"| {row['name']} | {' | '.join(cells)} | {_compared(row['cache_speedup_greedy'])} |")
     engine_rows = [row for row in result["decoding"] if "ctranslate2" in row]
     if engine_rows:
         lines += ["", "the same weights decoded by CTranslate2 (same sources, forced length and threads); "
@@ -93,17 +95,19 @@ def markdown(result: dict) -> str:
                   f"| seqbench / engine, beam {settings['beam_size']} |", "|---|---|---|---|---|---|"]
         for row in engine_rows:
             for compute_type, engine in row["ctranslate2"].items():
-                ratios = [engine["seqbench_share"][k] for k in ("greedy", "beam")] if "seqbench_share" in engine \
-                    else [row[k]["sentences_per_s"] / engine[k]["sentences_per_s"]  # bench.json before rounds
-                          if row[k].get("steady", True) and engine[k].get("steady", True) else None
-                          for k in ("greedy", "beam")]
+                share = engine["seqbench_share"]
                 lines.append(f"| {row['name']} | CTranslate2 {compute_type} | {_speed(engine['greedy'])} "
-                             f"| {_speed(engine['beam'])} | {_ratio(ratios[0])} | {_ratio(ratios[1])} |")
+                             f"| {_speed(engine['beam'])} | {_compared(share['greedy'])} "
+                             f"| {_compared(share['beam'])} |")
     return "\n".join(lines)
 
 
+def _added(least: int, most: int) -> str:
+    """How many rounds the bench could add until every ratio was steady."""
+    return "" if most == least else f" (at least {least}, more up to {most} until every ratio is given)"
+
+
 def _decode_windows(settings: dict) -> str:
-    if "decode_rounds" in settings:
-        return (f"{settings['decode_rounds']} rounds, each timing one pass of every row in turn (CTranslate2's too); "
-                "rates are medians, ratios medians of the per-round ratios")
-    return f"median of {settings.get('decode_repeats', 1)} passes"
+    added = _added(settings["decode_rounds"], settings["decode_max_rounds"])
+    return (f"{settings['decode_rounds']} rounds{added}, each timing one pass of every row in turn "
+            "(CTranslate2's too); rates are medians, ratios medians of the per-round ratios")
