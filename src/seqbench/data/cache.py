@@ -5,6 +5,10 @@ its files (`<entry>.sha256.json` beside it). Before reading, `cached` checks the
 written (killed between rename and seal, or by an older version that wrote no seal and cannot be read), truncated
 or altered is logged, deleted and rebuilt, never read. Entries from before seals existed are read once, and sealed
 if they read without error.
+
+Processes that share a cache (the jobs of a parallel multirun) take turns on an entry: `cached` holds an advisory
+lock on `<entry>.lock` while it checks, builds, seals and reads it, so a missing entry is built once and no process
+replaces a folder that another is reading (a folder's atomic write deletes the old one before its rename).
 """
 from __future__ import annotations
 
@@ -12,8 +16,9 @@ import hashlib
 import json
 import logging
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 from seqbench.common.io import atomic_write_text
 
@@ -69,9 +74,32 @@ def remove(entry: Path) -> None:
     _seal_path(entry).unlink(missing_ok=True)
 
 
+@contextmanager
+def entry_lock(entry: Path) -> Iterator[None]:
+    """Waits for, then holds, the entry's lock (flock on `<entry>.lock`, released by the kernel however the process
+    ends). No lock on systems without flock (Windows)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with open(entry.with_name(entry.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def cached(entry: Path, read: Callable[[], T], build: Callable[[], None], what: str) -> T:
     """`read()` the cache entry if it is intact; otherwise delete it, `build()` it (which writes `entry`), seal it
-    and read it."""
+    and read it; all of it while holding the entry's lock."""
+    with entry_lock(entry):
+        return _checked(entry, read, build, what)
+
+
+def _checked(entry: Path, read: Callable[[], T], build: Callable[[], None], what: str) -> T:
     reason = problem(entry)
     if reason is None:
         return read()
