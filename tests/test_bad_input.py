@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from seqbench.commands import COMMANDS
+
 from conftest import compose_train, seqbench_cli
 
 TINY_DATA = ["data.corpus.train_size=60", "data.corpus.valid_per_bucket=1", "data.corpus.test_per_bucket=1",
@@ -239,6 +241,14 @@ def test_every_commands_argument_errors_are_one_line(argv, capsys):
     assert status == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith(f"error: seqbench {argv[0]}: "), err
     assert f"(see seqbench {argv[0]} --help)" in err
+
+
+@pytest.mark.parametrize("command", sorted(set(COMMANDS) - {"train"}))  # train's --help is Hydra's
+def test_every_commands_help_prints_its_usage(command, capsys):
+    """The argument errors above point at `seqbench <command> --help`: it must print, not crash (a help string's bare
+    `%` once broke argparse's formatting of bench's)."""
+    status, out, err = seqbench_cli([command, "--help"], capsys)
+    assert status == 0 and f"usage: seqbench {command}" in out, err
 
 
 def test_lightnings_values_are_lightnings_own(tmp_path):

@@ -60,7 +60,7 @@ def parse_args(argv: list[str] | None):
                              "pass of every decoder")
     parser.add_argument("--max-rounds", type=int, metavar="N",
                         help=f"rounds of the same windows added after --rounds while a ratio's 95%% interval is wider "
-                             f"than {MAX_INTERVAL:.0%} of its median (default {MAX_ROUNDS}; --tiny: --rounds)")
+                             f"than {MAX_INTERVAL:.0%}% of its median (default {MAX_ROUNDS}; --tiny: --rounds)")
     parser.add_argument("--decode-tokens", type=int, metavar="N",
                         help="tokens every decoded hypothesis is forced to (default 23, as peers are benchmarked; "
                              "longer hypotheses show the cache's gain growing with length)")
