@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import re
+import shutil
 import statistics
 
 import pytest
@@ -31,6 +32,24 @@ def test_runs_are_found_recursively_and_grouped_by_label(multirun):
     assert list(groups) == ["transformer", "rnnsearch", "rnnencdec"]  # best mean test BLEU first
     assert all([r.seed for r in members] == [1, 2, 3] for members in groups.values())
     assert len(load_runs([multirun / "0", multirun / "0" / "results.json"])) == 1  # no duplicates
+
+
+def test_label_equals_dir_compares_runs_of_one_recorded_label_as_two_models(multirun, tmp_path, capsys):
+    """Two recipes of one model record the same label: `LABEL=DIR` names each side; a folder whose own name has a
+    `=` in it (Hydra's override-named job folders) stays a path."""
+    runs = load_runs([f"hand={multirun / '0'}", f"hand={multirun / '1'}", f"searched={multirun / '2'}",
+                      f"searched={multirun / '3'}"])
+    assert {r.path.name: r.label for r in runs} == {"0": "hand", "1": "hand", "2": "searched", "3": "searched"}
+    assert {r.results["label"] for r in runs} == {"transformer", "rnnsearch"}  # the records are not changed
+    status, out, err = seqbench_cli(["report", f"hand={multirun / '0'}", f"hand={multirun / '1'}",
+                                     f"searched={multirun / '2'}", "--split", "valid", "--out",
+                                     str(tmp_path / "report")], capsys)
+    assert status == 0, err
+    table = (tmp_path / "report" / "report.md").read_text()
+    assert "| hand | transformer | 2 |" in table and "| searched | transformer | 1 |" in table
+    odd = tmp_path / "model=x"
+    shutil.copytree(multirun / "4", odd / "4")
+    assert [r.label for r in load_runs([odd])] == ["rnnsearch"]
 
 
 def test_summary_rows_average_over_seeds(multirun):

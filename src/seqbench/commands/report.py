@@ -29,9 +29,10 @@ def _external(items: list[str]) -> dict[str, str]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command's arguments (one convention for every command: the tests parse the documented commands)."""
     parser = ArgumentParser(prog="seqbench report", description=__doc__.split(":", 1)[0])
-    parser.add_argument("runs", nargs="*", help="run or multirun directories (results.json found recursively), one "
-                                                "sweep directory of `seqbench sweep`, or several (recipe searches "
-                                                "side by side)")
+    parser.add_argument("runs", nargs="*", help="run or multirun directories (results.json found recursively; "
+                                                "LABEL=DIR compares DIR's runs as the model LABEL, e.g. two recipes "
+                                                "of one model), one sweep directory of `seqbench sweep`, or several "
+                                                "(recipe searches side by side)")
     parser.add_argument("--out", help="output directory (default: report/ inside the first directory, else ./report)")
     parser.add_argument("--split", default="test", choices=["test", "valid"], help="split of the table and plots")
     parser.add_argument("--bootstrap", type=int, default=1000, help="paired bootstrap resamples")

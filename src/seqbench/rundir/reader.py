@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -21,10 +22,11 @@ class Run:
     path: Path
     results: dict
     _cache: dict = field(default_factory=dict, repr=False)
+    named: str | None = None  # a label given on the command line (`LABEL=DIR`), over the recorded one
 
     @property
     def label(self) -> str:
-        return self.results.get("label") or self.results["model"]["name"]
+        return self.named or self.results.get("label") or self.results["model"]["name"]
 
     @property
     def seed(self):
@@ -97,10 +99,28 @@ def find_results(paths: Iterable[str | Path]) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in found))
 
 
+# `LABEL=DIR`: the runs under DIR compared as the model LABEL (two recipes of one model recorded under one label, say)
+NAMED_PATH = re.compile(r"(?P<label>[A-Za-z][\w.+-]*)=(?P<path>.+)")
+
+
+def named_path(text: str | Path) -> tuple[str | None, Path]:
+    """(label, directory) of a `LABEL=DIR` argument; (None, path) for a plain path, and for one that exists as
+    written even if it has a `=` in it (Hydra's override-named folders)."""
+    match = NAMED_PATH.fullmatch(str(text))
+    if match and not Path(text).exists():
+        return match["label"], Path(match["path"])
+    return None, Path(text)
+
+
 def load_runs(paths: Iterable[str | Path], completed: bool = True) -> list[Run]:
-    """The runs under `paths`: only the completed ones (those with scores), or all with `completed=False`."""
+    """The runs under `paths` (each a directory, a results.json, or `LABEL=` either of them to compare its runs under
+    that label): only the completed ones (those with scores), or all with `completed=False`."""
     paths = list(paths)
-    runs = [Run(p.parent, read_results(p)) for p in find_results(paths)]
+    labels: dict[Path, str | None] = {}
+    for label, path in map(named_path, paths):
+        for found in find_results([path]):
+            labels.setdefault(found, label)
+    runs = [Run(p.parent, read_results(p), named=label) for p, label in labels.items()]
     if not runs:
         raise InputError(f"no {RESULTS_FILE} under {', '.join(map(str, paths))}")
     if not completed:
