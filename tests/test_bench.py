@@ -324,3 +324,19 @@ def test_rounds_are_added_until_every_same_shape_ratio_is_steady():
     assert median_ratio([a["target_tokens_per_s"] / 100.0 for a in added["transformer"][:-1]])["ratio"] is None
     never = [100.0 * (1 + 0.3 * (i % 3)) for i in range(30)]
     assert len(_timed_rounds(rows(never), [], 6, 15, lambda _: None)["transformer"]) == 15  # the cap
+
+
+def test_the_decoding_header_counts_the_rounds_each_model_took():
+    from seqbench.report.bench import markdown
+
+    from conftest import ROOT
+
+    # a committed run where decoding added rounds for two of three models (9, 9 and 7 per-round rates)
+    result = json.loads((ROOT / "docs/results/bench/2026-12-05_interval_vocab8000/bench.json").read_text())
+    taken = {row["name"]: len(row["greedy"]["rounds"]) for row in result["decoding"]}
+    assert taken == {"transformer": 9, "rnn": 9, "cnn": 7}
+    assert "tokens, 7-9 rounds (transformer 9, rnn 9, cnn 7) (at least 7, more up to 15" in markdown(result)
+    for row in result["decoding"]:  # every model took 7: one count
+        for kind in ("greedy", "beam", "greedy_uncached"):
+            row[kind]["rounds"] = row[kind]["rounds"][:7]
+    assert "tokens, 7 rounds (at least 7, more up to 15" in markdown(result)

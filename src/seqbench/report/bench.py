@@ -80,7 +80,8 @@ def markdown(result: dict) -> str:
     if stale:
         lines += ["", f"MFU {stale}"]
     lines += ["", f"decoding: {settings['decode_sentences']} sentences, every hypothesis exactly "
-                  f"{settings['decode_tokens']} tokens, {_decode_windows(settings)}; sentences/s (target tokens/s)",
+                  f"{settings['decode_tokens']} tokens, {_decode_windows(settings, result['decoding'])}; "
+              "sentences/s (target tokens/s)",
               "",
               f"| model | greedy | beam {settings['beam_size']} | greedy, no cache | cache speed-up (greedy) |",
               "|---|---|---|---|---|"]
@@ -107,7 +108,14 @@ def _added(least: int, most: int) -> str:
     return "" if most == least else f" (at least {least}, more up to {most} until every ratio is given)"
 
 
-def _decode_windows(settings: dict) -> str:
+def _decode_windows(settings: dict, rows: list[dict]) -> str:
+    """The decoding rounds each model took: the bench adds rounds model by model, so they can differ."""
+    taken = {row["name"]: len(row["greedy"]["rounds"]) for row in rows}
+    counts = sorted(set(taken.values()))
+    if len(counts) == 1:
+        done = f"{counts[0]} rounds"
+    else:
+        done = f"{counts[0]}-{counts[-1]} rounds ({', '.join(f'{name} {n}' for name, n in taken.items())})"
     added = _added(settings["decode_rounds"], settings["decode_max_rounds"])
-    return (f"{settings['decode_rounds']} rounds{added}, each timing one pass of every row in turn "
+    return (f"{done}{added}, each timing one pass of every row in turn "
             "(CTranslate2's too); rates are medians, ratios medians of the per-round ratios")
