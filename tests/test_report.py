@@ -391,6 +391,31 @@ def test_a_headline_gives_no_training_speed_for_a_model_timed_on_a_shared_cpu(tm
     assert "train tok/s is not given where a run trained while other work shared the CPU" in headline(runs)
 
 
+def test_a_headline_over_two_directories_tests_their_models_in_one_table(tmp_path):
+    """`<!-- headline: A B -->`: B's models (e.g. another recipe of a family, run with overrides) join A's rows, Holm
+    across every pair of the joint table; the footer names A's preset and B's recorded commands."""
+    from seqbench.report.headline import headline, render
+    from seqbench.rundir.results import read_results, write_results
+
+    preset = make_multirun(tmp_path / "a", labels=("transformer", "rnnsearch"), seeds=(1, 2, 3), n_sentences=30)
+    probe = make_multirun(tmp_path / "b", labels=("rnnencdec",), seeds=(1, 2, 3), n_sentences=30)
+    for run_dir in [*preset.glob("[0-9]*"), *probe.glob("[0-9]*")]:
+        record = read_results(run_dir)
+        record["train"], record["data"] = {"steps": 100}, {"corpus": "synthetic-x"}
+        record["config"] = {"task_name": "arch_comparison"}
+        write_results(record, run_dir)
+        if run_dir.parent == probe:
+            (run_dir / "command.txt").write_text(f"python train.py -m model=rnn seed={record['seed']}\n")
+    block = render("<!-- headline: a b -->\n<!-- /headline -->", tmp_path)
+    assert block.split("\n", 1)[1].rsplit("<!--", 1)[0] == headline([preset, probe], shown=["a", "b"])
+    rows = [line.split(" | ")[0].strip("| ") for line in block.splitlines() if line.startswith("| ")][1:]
+    assert sorted(rows) == ["rnnencdec", "rnnsearch", "transformer"]
+    assert "Holm-adjusted across the 3 pairs" in block  # 3 models: 3 pairs, not A's 1
+    assert ("Commands and records: `a`: `python train.py -m experiment=arch_comparison`; `b`: each run's "
+            "command.txt;") in block
+    assert "Command: `python train.py -m experiment=arch_comparison`; records: `a`;" in headline(preset, shown=["a"])
+
+
 def test_the_budget_headline_compares_each_budgets_models_over_the_seeds_every_budget_has(tmp_path):
     """`--by-budget`: one column pair per update budget; seeds only some budgets have are left out; each model is
     tested against its budget's best with scipy's Welch and permutation tests, Holm-adjusted across the table."""
