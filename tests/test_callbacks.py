@@ -1,14 +1,17 @@
 """seqbench.training.callbacks.TrainThroughput's training-FLOPs count, checked batch by batch against the model's own
-analytic count (the end-to-end runs in test_measure_cli.py and test_train_cli.py check what reaches results.json)."""
+analytic count, and the model summary's FLOPs (the end-to-end runs in test_measure_cli.py and test_train_cli.py
+check what reaches results.json)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import pytest
 import torch
+from lightning.pytorch.utilities.model_summary import get_human_readable_count
 
 from seqbench.common.tokens import PAD_ID
-from seqbench.training.callbacks import ResumeState, TrainThroughput
+from seqbench.training.callbacks import ModelSummary, ResumeState, TrainThroughput
+from seqbench.training.module import Seq2SeqModule
 
 
 def _batch(src_lengths: list[int], tgt_lengths: list[int]) -> dict:
@@ -60,3 +63,20 @@ def test_a_resumed_run_places_the_sampler_and_drops_a_train_loader_built_before_
     callback.on_fit_start(trainer, None)
     assert placed == [(1, 3)] and fit_loop._combined_loader is None
 
+
+
+@pytest.mark.parametrize("case", ["transformer", "rnn_lstm_luong_general_no_feed", "cnn"])
+def test_the_model_summary_gives_the_analytic_flops_not_a_zero_or_counter_column(case, capsys):
+    """Lightning's summary printed "Total FLOPs: 0" (no example input; with one, torch's counter misses CPU attention
+    and LSTM recurrence): the summary gives the model's own forward FLOPs per target token instead, the count MFU
+    uses, and no FLOPs column."""
+    from conftest import build_tiny_model
+
+    module = Seq2SeqModule(model=build_tiny_model(case))
+    ModelSummary(example_tokens=12).on_fit_start(SimpleNamespace(strategy=None, is_global_zero=True), module)
+    out = capsys.readouterr().out
+    per_token = get_human_readable_count(int(module.model.flops_per_token(12, 12)))
+    assert f"Forward FLOPs per target token (analytic, 12 source and 12 target tokens; training counts 3x): " \
+           f"{per_token}" in out
+    assert "Total FLOPs" not in out and "FLOPs ┃" not in out and "Total params: " in out
+    assert "model" in out and "Params" in out  # the layer table itself

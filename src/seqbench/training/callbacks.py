@@ -9,10 +9,11 @@ from pathlib import Path
 import lightning as L
 import numpy as np
 import torch
-from lightning.pytorch.callbacks import EMAWeightAveraging
+from lightning.pytorch.callbacks import EMAWeightAveraging, RichModelSummary
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 from lightning.pytorch.trainer.states import RunningStage, TrainerFn
 from lightning.pytorch.utilities.exceptions import SIGTERMException
+from lightning.pytorch.utilities.model_summary import get_human_readable_count
 
 from seqbench.common.io import atomic_torch_save
 from seqbench.common.tokens import PAD_ID
@@ -155,6 +156,46 @@ class TrainThroughput(TrainingState):
                 "src_tgt_tokens_per_s": world_size * self.all_tokens / self.seconds,
                 "steps_per_s": self.steps / self.seconds, "measured_steps": self.steps,
                 "warmup_steps_excluded": self.warmup_steps, "load_average_max": self.load_average_max}
+
+
+class ModelSummary(RichModelSummary):
+    """Lightning's rich model summary with the model's analytic FLOPs in place of its FLOPs column. That column is
+    filled by torch's FlopCounterMode from an example input: without one it prints 0, and with one it counts no
+    attention on CPU (scaled_dot_product_attention has no formula there) and no nn.LSTM recurrence, so a Transformer
+    or LSTM reads low. The analytic count (`flops_per_token`, at `example_tokens` source and target tokens) is the
+    one MFU and results.json use."""
+
+    def __init__(self, max_depth: int = 1, example_tokens: int = 20, **summarize_kwargs):
+        super().__init__(max_depth, **summarize_kwargs)
+        self.example_tokens = example_tokens
+
+    def on_fit_start(self, trainer, pl_module):
+        n = self.example_tokens
+        self._summarize_kwargs["forward_flops"] = (n, pl_module.model.flops_per_token(n, n))
+        super().on_fit_start(trainer, pl_module)
+
+    @staticmethod
+    def summarize(summary_data, total_parameters, trainable_parameters, model_size, total_training_modes,
+                  total_flops, forward_flops=None, **summarize_kwargs):
+        from rich import get_console
+        from rich.table import Table
+
+        console = get_console()
+        table = Table(header_style=summarize_kwargs.get("header_style", "bold magenta"))
+        columns = [(name, values) for name, values in summary_data if name != "FLOPs"]
+        for name, _ in columns:
+            table.add_column(name, justify="right" if name.startswith("Params") else "left")
+        for row in zip(*(values for _, values in columns)):
+            table.add_row(*row)
+        console.print(table)
+        lines = [f"Trainable params: {get_human_readable_count(int(trainable_parameters))}",
+                 f"Total params: {get_human_readable_count(int(total_parameters))}",
+                 f"Total estimated model params size (MB): {model_size:,.3f}"]
+        if forward_flops is not None:
+            n, per_token = forward_flops
+            lines.append(f"Forward FLOPs per target token (analytic, {n} source and {n} target tokens; training "
+                         f"counts 3x): {get_human_readable_count(int(per_token))}")
+        console.print("\n".join(lines), soft_wrap=True)
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
