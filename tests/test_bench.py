@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from seqbench.common.errors import InputError
 from seqbench.decoding.recompute import recompute_greedy
 from seqbench.decoding.search import DecodingConfig, greedy_search
 from seqbench.measure import fairseq
@@ -340,3 +341,32 @@ def test_the_decoding_header_counts_the_rounds_each_model_took():
         for kind in ("greedy", "beam", "greedy_uncached"):
             row[kind]["rounds"] = row[kind]["rounds"][:7]
     assert "tokens, 7 rounds (at least 7, more up to 15" in markdown(result)
+
+
+def test_a_bench_headline_gives_each_records_ratios_with_their_intervals(tmp_path):
+    from seqbench.report.bench import speed_headline
+    from seqbench.report.headline import render
+
+    from conftest import ROOT
+
+    names = ["docs/results/bench/2026-12-05_interval_vocab8000", "docs/results/bench/2026-12-05_interval_vocab1000"]
+    table = speed_headline([ROOT / name for name in names], names)
+    large = json.loads((ROOT / names[0] / "bench.json").read_text())
+    fairseq = large["training"][0]["vs_fairseq"]  # the Transformer's, worked out from the record by hand
+    row = next(line for line in table.splitlines() if line.startswith("| transformer training / fairseq |"))
+    assert row.split(" | ")[1].startswith(f"**{fairseq['ratio']:.2f}x** [{fairseq['interval'][0]:.2f}, "
+                                          f"{fairseq['interval'][1]:.2f}]")
+    assert "| rnn training / fairseq | **1.14x** [1.12, 1.16] (2,995 vs 2,635 target tokens/s) | - |" in table
+    assert "| transformer beam 5 / CTranslate2 float32 | **0.89x** [0.82, 0.96]" in table  # the 1,000-word run:
+    assert "| cnn greedy: cache speed-up | **4.14x** [4.11, 4.27] | - |" in table  # transformer only
+    # a ratio whose interval is too wide is not printed as a ratio
+    (tmp_path / "wide").mkdir()
+    large["training"][0]["vs_fairseq"]["ratio"] = None
+    (tmp_path / "wide" / "bench.json").write_text(json.dumps(large))
+    assert f"| transformer training / fairseq | unsteady: median {fairseq['median']:.2f}x" in \
+        speed_headline([tmp_path / "wide"], ["wide"])
+    # the block in a document is regenerated from the records; a record of the older schema is refused
+    block = f"<!-- headline: {' '.join(names)} --bench -->\n"
+    assert render(block + "typed\n<!-- /headline -->", ROOT) == block + table + "<!-- /headline -->"
+    with pytest.raises(InputError, match="predates ratios with intervals"):
+        speed_headline([ROOT / "docs/results/bench/2026-12-03_bf16"], ["old"])

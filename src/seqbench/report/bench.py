@@ -1,6 +1,10 @@
 """`seqbench bench`'s tables, from the record seqbench.measure.bench.run_bench returns."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from seqbench.common.errors import InputError
 from seqbench.measure.speed import MAX_INTERVAL
 
 
@@ -119,3 +123,78 @@ def _decode_windows(settings: dict, rows: list[dict]) -> str:
     added = _added(settings["decode_rounds"], settings["decode_max_rounds"])
     return (f"{done}{added}, each timing one pass of every row in turn "
             "(CTranslate2's too); rates are medians, ratios medians of the per-round ratios")
+
+
+def _given(ratio: dict | None, ours: float | None = None, theirs: float | None = None, unit: str = "") -> str:
+    """A headline cell: the ratio in bold with its 95% interval and the two rates it divides, or why there is none."""
+    if ratio is None:
+        return "-"
+    interval = ratio.get("interval")
+    bounds = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+    rates = f" ({ours:,.{1 if ours < 1000 else 0}f} vs {theirs:,.{1 if theirs < 1000 else 0}f}{unit})" \
+        if ours and theirs else ""
+    if ratio["ratio"] is None:
+        return f"unsteady: median {ratio['median']:.2f}x{bounds}{rates}"
+    return f"**{ratio['ratio']:.2f}x**{bounds}{rates}"
+
+
+def _headline_rows(result: dict) -> dict[str, str]:
+    """{what is compared: its cell} for one bench record: training against fairseq and bf16 against fp32, decoding
+    against CTranslate2 per compute type, and the cache's speed-up of greedy decoding (the ratios the record holds);
+    a bf16 twin's decoding against fp32's as a ratio of rates."""
+    training = {row["name"]: row for row in result["training"]}
+    cells = {}
+    for row in result["training"]:
+        for key, other in (("vs_fairseq", "fairseq"), ("vs_fp32", "fp32")):
+            if row.get(key):
+                by = training[row[key][other]]
+                cells[f"{row['name']} training / {other}"] = _given(
+                    row[key], row["target_tokens_per_s"], by["target_tokens_per_s"], " target tokens/s")
+    beam = result["settings"]["beam_size"]
+    for row in result["decoding"]:
+        for compute_type, engine in row.get("ctranslate2", {}).items():
+            for kind, shown in (("greedy", "greedy"), ("beam", f"beam {beam}")):
+                cells[f"{row['name']} {shown} / CTranslate2 {compute_type}"] = _given(
+                    engine["seqbench_share"][kind], row[kind]["sentences_per_s"], engine[kind]["sentences_per_s"],
+                    " sentences/s")
+    for row in result["decoding"]:
+        cells[f"{row['name']} greedy: cache speed-up"] = _given(row["cache_speedup_greedy"])
+    decoders = {row["name"]: row for row in result["decoding"]}
+    for row in result["training"]:  # a bf16 twin decodes in passes of its own: a ratio of rates, no interval
+        fp32 = decoders.get(row.get("shape_of")) if row["kind"] == "bf16" else None
+        for kind, shown in (("greedy", "greedy"), ("beam", f"beam {beam}")) if fp32 else ():
+            ours, theirs = decoders[row["name"]][kind]["sentences_per_s"], fp32[kind]["sentences_per_s"]
+            cells[f"{row['name']} {shown} / fp32"] = \
+                f"{ours / theirs:.2f}x, separate passes, no interval ({ours:,.1f} vs {theirs:,.1f} sentences/s)"
+    return cells
+
+
+def speed_headline(directories: list, shown: list[str]) -> str:
+    """The ratios of several `seqbench bench` records (DIR/bench.json each) as one table, a column per record, for a
+    document's `<!-- headline: DIR... --bench -->` block (seqbench.report.headline.render)."""
+    results = []
+    for directory, name in zip(directories, shown):
+        path = Path(directory) / "bench.json"
+        if not path.is_file():
+            raise InputError(f"{name}: no bench.json in it; a --bench headline names `seqbench bench --out` folders")
+        result = json.loads(path.read_text(encoding="utf-8"))
+        if any(not isinstance(row.get("cache_speedup_greedy"), dict) for row in result["decoding"]):
+            raise InputError(f"{name}: its bench.json predates ratios with intervals (2026-12-04); a --bench "
+                             "headline needs a record of the current `seqbench bench`")
+        results.append(result)
+    columns = [_headline_rows(result) for result in results]
+    compared = list(dict.fromkeys(key for column in columns for key in column))
+    header = ["compared"] + [f"{r['settings']['vocab_size']:,} words (`{Path(name).name}`)"
+                             for r, name in zip(results, shown)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += [f"| {key} | " + " | ".join(column.get(key, "-") for column in columns) + " |" for key in compared]
+    machines = sorted({f"{r['machine']['device']} ({r['machine']['device_type']}, {r['machine']['threads']} threads, "
+                       f"{r['machine']['dtype']}, torch {r['machine']['torch']})" for r in results})
+    commands = "; ".join(f"`{name}`: `{r['command']}`" for r, name in zip(results, shown))
+    footer = (f"Machine: {'; '.join(machines)}. Each ratio is the median of per-round ratios of two rows timed side "
+              "by side in every round, with its 95% order-statistic interval (scipy.stats.quantile_test); it is "
+              f"given when that interval spans at most {MAX_INTERVAL:.0%} of the median, else marked unsteady. "
+              "Rates in brackets are the two rows' medians. A cache speed-up is greedy decoding with the "
+              f"incremental cache over recomputing every prefix. Commands: {commands}; generated by "
+              "`seqbench report --headline FILE`.")
+    return "\n".join(lines) + "\n\n" + footer + "\n"

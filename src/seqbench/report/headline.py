@@ -9,7 +9,8 @@ to a validation BLEU (machine-independent) where the runs recorded learning curv
 A document holds blocks between `<!-- headline: ARGS -->` and `<!-- /headline -->`, ARGS being the records'
 directories (one preset's, or several whose models share one table) and options (--target-bleu BLEU, --by-length for
 BLEU by source length), or several directories and --by-budget: the same models trained for different numbers of
-updates, one column per budget (`budget_headline`).
+updates, one column per budget (`budget_headline`), or `seqbench bench` records and --bench: their speed ratios, one
+column per record (seqbench.report.bench.speed_headline).
 `--headline FILE` rewrites every block of the file from its records, and tests/test_readme.py fails when a block and
 its records disagree.
 """
@@ -25,6 +26,7 @@ from seqbench.analysis.summary import BY_LENGTH, seed_significance, summary_rows
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
 from seqbench.common.nested import get_path
+from seqbench.report.bench import speed_headline
 from seqbench.report.markdown import (
     cell,
     difference_text,
@@ -170,24 +172,27 @@ def budget_headline(directories: list[str | Path], shown: list[str] | None = Non
     return "\n".join([markdown_rows(header, body), "", footer]) + "\n"
 
 
-def _block_args(args: str) -> tuple[list[str], float, bool, bool]:
-    """A block's directories, target BLEU (--target-bleu, default 80), whether it shows BLEU by length
-    (--by-length) and whether its directories are budgets of the same models (--by-budget)."""
+def _block_args(args: str) -> tuple[list[str], float, set[str]]:
+    """A block's directories, target BLEU (--target-bleu, default 80) and its other options: --by-length (BLEU by
+    source length), --by-budget (the directories are budgets of the same models), --bench (the directories are
+    `seqbench bench` records)."""
     words = shlex.split(args)
     target = float(words[words.index("--target-bleu") + 1]) if "--target-bleu" in words else 80.0
     directories = [w for i, w in enumerate(words) if not w.startswith("--")
                    and (i == 0 or words[i - 1] != "--target-bleu")]
-    return directories, target, "--by-length" in words, "--by-budget" in words
+    return directories, target, {w for w in words if w.startswith("--")}
 
 
 def render(text: str, root: Path = Path(".")) -> str:
     """`text` with every headline block regenerated from its records (paths relative to `root`)."""
     def replace(match: re.Match) -> str:
-        directories, target, by_length, by_budget = _block_args(match.group("args"))
-        if by_budget:
+        directories, target, options = _block_args(match.group("args"))
+        if "--bench" in options:
+            body = speed_headline([root / d for d in directories], directories)
+        elif "--by-budget" in options:
             body = budget_headline([root / d for d in directories], directories)
         else:
-            body = headline([root / d for d in directories], target, directories, by_length)
+            body = headline([root / d for d in directories], target, directories, "--by-length" in options)
         return match.group(1) + body + match.group(4)
 
     return BLOCK.sub(replace, text)
