@@ -46,7 +46,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "docs/results/budget_sweep docs/results/equal_compute): one column pair per budget, "
                              "written to OUT/budget.md")
     parser.add_argument("--headline", metavar="FILE", help="rewrite the generated headline blocks of FILE (e.g. "
-                                                           "README.md) from the records each names, and nothing else")
+                                                           "README.md) from the records each names, and nothing else: "
+                                                           "`<!-- headline: DIR... [--by-length | --by-budget | "
+                                                           "--bench] -->` ... `<!-- /headline -->`")
     args = parser.parse_args(argv)
     if not args.runs and not args.headline:
         parser.error("give run directories, or --headline FILE")
