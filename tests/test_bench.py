@@ -363,8 +363,9 @@ def test_a_bench_headline_gives_each_records_ratios_with_their_intervals(tmp_pat
     (tmp_path / "wide").mkdir()
     large["training"][0]["vs_fairseq"]["ratio"] = None
     (tmp_path / "wide" / "bench.json").write_text(json.dumps(large))
-    assert f"| transformer training / fairseq | unsteady: median {fairseq['median']:.2f}x" in \
-        speed_headline([tmp_path / "wide"], ["wide"])
+    low, high = fairseq["interval"]
+    assert f"| transformer training / fairseq | unsteady (median {fairseq['median']:.2f}x, 95% interval " \
+           f"{low:.2f}-{high:.2f}x) |" in speed_headline([tmp_path / "wide"], ["wide"])
     # the block in a document is regenerated from the records; a record of the older schema is refused
     block = f"<!-- headline: {' '.join(names)} --bench -->\n"
     assert render(block + "typed\n<!-- /headline -->", ROOT) == block + table + "<!-- /headline -->"

@@ -125,17 +125,13 @@ def _decode_windows(settings: dict, rows: list[dict]) -> str:
             "(CTranslate2's too); rates are medians, ratios medians of the per-round ratios")
 
 
-def _given(ratio: dict | None, ours: float | None = None, theirs: float | None = None, unit: str = "") -> str:
-    """A headline cell: the ratio in bold with its 95% interval and the two rates it divides, or why there is none."""
-    if ratio is None:
-        return "-"
-    interval = ratio.get("interval")
-    bounds = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
-    rates = f" ({ours:,.{1 if ours < 1000 else 0}f} vs {theirs:,.{1 if theirs < 1000 else 0}f}{unit})" \
-        if ours and theirs else ""
-    if ratio["ratio"] is None:
-        return f"unsteady: median {ratio['median']:.2f}x{bounds}{rates}"
-    return f"**{ratio['ratio']:.2f}x**{bounds}{rates}"
+def _given(ratio: dict | None, rates: str = "") -> str:
+    """A headline cell: the ratio in bold with its 95% interval, then `rates` (the two it divides); a ratio not
+    given says why, as the bench's own tables do (`_compared`)."""
+    if ratio is None or ratio["ratio"] is None:
+        return _compared(ratio)
+    low, high = ratio["interval"]  # a given ratio always has one (seqbench.measure.speed.median_ratio)
+    return f"**{ratio['ratio']:.2f}x** [{low:.2f}, {high:.2f}]{rates}"
 
 
 def _headline_rows(result: dict) -> dict[str, str]:
@@ -143,26 +139,26 @@ def _headline_rows(result: dict) -> dict[str, str]:
     against CTranslate2 per compute type, and the cache's speed-up of greedy decoding (the ratios the record holds);
     a bf16 twin's decoding against fp32's as a ratio of rates."""
     training = {row["name"]: row for row in result["training"]}
+    decoders = {row["name"]: row for row in result["decoding"]}
+    beam = result["settings"]["beam_size"]
+    kinds = (("greedy", "greedy"), ("beam", f"beam {beam}"))
     cells = {}
     for row in result["training"]:
         for key, other in (("vs_fairseq", "fairseq"), ("vs_fp32", "fp32")):
             if row.get(key):
                 by = training[row[key][other]]
-                cells[f"{row['name']} training / {other}"] = _given(
-                    row[key], row["target_tokens_per_s"], by["target_tokens_per_s"], " target tokens/s")
-    beam = result["settings"]["beam_size"]
+                rates = f" ({row['target_tokens_per_s']:,.0f} vs {by['target_tokens_per_s']:,.0f} target tokens/s)"
+                cells[f"{row['name']} training / {other}"] = _given(row[key], rates)
     for row in result["decoding"]:
         for compute_type, engine in row.get("ctranslate2", {}).items():
-            for kind, shown in (("greedy", "greedy"), ("beam", f"beam {beam}")):
+            for kind, shown in kinds:
                 cells[f"{row['name']} {shown} / CTranslate2 {compute_type}"] = _given(
-                    engine["seqbench_share"][kind], row[kind]["sentences_per_s"], engine[kind]["sentences_per_s"],
-                    " sentences/s")
-    for row in result["decoding"]:
+                    engine["seqbench_share"][kind],
+                    f" ({row[kind]['sentences_per_s']:,.1f} vs {engine[kind]['sentences_per_s']:,.1f} sentences/s)")
         cells[f"{row['name']} greedy: cache speed-up"] = _given(row["cache_speedup_greedy"])
-    decoders = {row["name"]: row for row in result["decoding"]}
     for row in result["training"]:  # a bf16 twin decodes in passes of its own: a ratio of rates, no interval
         fp32 = decoders.get(row.get("shape_of")) if row["kind"] == "bf16" else None
-        for kind, shown in (("greedy", "greedy"), ("beam", f"beam {beam}")) if fp32 else ():
+        for kind, shown in kinds if fp32 else ():
             ours, theirs = decoders[row["name"]][kind]["sentences_per_s"], fp32[kind]["sentences_per_s"]
             cells[f"{row['name']} {shown} / fp32"] = \
                 f"{ours / theirs:.2f}x, separate passes, no interval ({ours:,.1f} vs {theirs:,.1f} sentences/s)"
