@@ -17,7 +17,7 @@ from seqbench.sweep.spec import SweepError
 
 from conftest import ROOT, TINY, TINY_MODELS, compose_train, seqbench_cli, train_in_process
 
-SEARCH = ROOT / "sweeps" / "recipe_halving.yaml"
+SEARCH = ROOT / "searches" / "recipe_halving.yaml"
 
 
 def test_the_recipe_search_gives_every_family_the_same_budget_draws_and_rungs():

@@ -65,7 +65,7 @@ def test_every_family_gets_the_same_tuning_budget():
 
 @pytest.mark.parametrize("model", ["transformer", "rnnsearch_small", "cnn"])
 def test_each_family_trains_with_its_searched_recipe(model):
-    """conf/recipe/halving/<model>.yaml, from the search every family got equally (sweeps/recipe_halving.yaml),
+    """conf/recipe/halving/<model>.yaml, from the search every family got equally (searches/recipe_halving.yaml),
     reaches the presets that compare the families at its budget (equal_compute, budget_sweep); arch_comparison keeps
     the recipe of the 24-trial search its committed runs used (conf/recipe/equal_search/); recipe=none removes a
     recipe (the train.yaml defaults return)."""

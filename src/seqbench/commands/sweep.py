@@ -16,7 +16,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                      description="Run a W&B sweep file's trials locally, without a W&B server, "
                                                  "or a successive-halving recipe search (search: successive_halving).")
     parser.add_argument("sweep", help="a W&B sweep file, e.g. sweeps/transformer_shape.yaml, or a search file, "
-                                      "e.g. sweeps/recipe_halving.yaml")
+                                      "e.g. searches/recipe_halving.yaml")
     parser.add_argument("--count", type=int, help="at most this many trials (like `wandb agent --count`); the file's "
                                                   "run_cap and a grid's size also limit them")
     parser.add_argument("--out", help="sweep directory (default: logs/sweeps/<name>/<time>/)")

@@ -1,6 +1,6 @@
 """A multi-fidelity recipe search with the same draws and the same update budget for every family.
 
-`seqbench sweep sweeps/recipe_halving.yaml` runs a search file (not a W&B sweep file: `search: successive_halving`):
+`seqbench sweep searches/recipe_halving.yaml` runs a search file (not a W&B sweep file: `search: successive_halving`):
 
     configurations: 64          # per family, from the shared Sobol draws (seqbench.sweep.space)
     rungs: [300, 900, 2400]     # updates; the last is the budget the recipe is used at
