@@ -3,7 +3,9 @@
 It sees a model only through the `Seq2Seq` contract (seqbench.models.interface); there is no architecture check in
 here. Validation and test BLEU go through the same decode -> detokenise -> `Evaluator` path (`_evaluate_epoch`); the
 module only produces hypotheses and keeps what it scored in `evaluations`: writing files is the caller's job
-(seqbench.training.run), so the module never touches the file system.
+(seqbench.training.run), so the module never touches the file system. Each rank detokenises its own batches'
+hypotheses into a torchmetrics metric (seqbench.scoring.gathered), whose sync gathers the ranks' text when the epoch
+is scored.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from seqbench.decoding.search import DecodingConfig, generate
 from seqbench.models.interface import Seq2Seq
 from seqbench.models.losses import label_smoothed_nll
 from seqbench.scoring.evaluation import Evaluator, SplitEvaluation
+from seqbench.scoring.gathered import GatheredHypotheses
 
 METRICS = {"valid": "val", "test": "test"}  # split -> the namespace of its logged metrics (val/bleu, test/nll, ...)
 
@@ -64,8 +67,9 @@ class Seq2SeqModule(L.LightningModule):
         self.evaluator = Evaluator(length_buckets)  # length_buckets: upper edges, in source words, of BLEU by length
         self.decoding = decoding if isinstance(decoding, DecodingConfig) else DecodingConfig(**(decoding or {}))
         self.hparams["decoding"] = asdict(self.decoding)  # plain data: checkpoints load with weights_only=True
-        self._outputs: list[tuple[int, list[int]]] = []
-        self._greedy_outputs: list[tuple[int, list[int]]] = []
+        # This pass's hypotheses, and with test_greedy the test set's greedy ones. Metric states are not saved in
+        # checkpoints (torchmetrics' default), so checkpoints keep their keys.
+        self._outputs, self._greedy_outputs = GatheredHypotheses(), GatheredHypotheses()
         self.evaluations: dict[str, SplitEvaluation] = {}  # "valid" / "test" -> the last pass's scores and text
 
     def forward(self, src, src_mask, tgt_in):
@@ -96,10 +100,14 @@ class Seq2SeqModule(L.LightningModule):
             decoding = self.decoding if split == "test" or not self._fitting else \
                 replace(self.decoding, beam_size=self.val_beam_size)
             hypotheses = generate(self.model, batch["src"], batch["src_mask"], decoding)
-            self._outputs += list(zip(batch["index"].tolist(), hypotheses))
+            self._outputs.update(batch["index"].tolist(), self._evaluation(split).detokenize(hypotheses))
         if split == "test" and self._decodes_greedy_too:
             greedy = generate(self.model, batch["src"], batch["src_mask"], replace(self.decoding, beam_size=1))
-            self._greedy_outputs += list(zip(batch["index"].tolist(), greedy))
+            self._greedy_outputs.update(batch["index"].tolist(), self._evaluation(split).detokenize(greedy))
+
+    def _evaluation(self, split: str) -> EvalSplit:
+        # the run passes the data module's evaluation splits; a module fitted by hand reads its trainer's
+        return (self.evaluation_data or self.trainer.datamodule.evaluation)(split)
 
     @property
     def _fitting(self) -> bool:
@@ -122,7 +130,8 @@ class Seq2SeqModule(L.LightningModule):
         self._eval_step(batch, "test")
 
     def on_validation_epoch_start(self):
-        self._outputs, self._greedy_outputs = [], []
+        self._outputs.reset()
+        self._greedy_outputs.reset()
         self._nll_total = torch.zeros(2, dtype=torch.double, device=self.device)  # (sum of token NLLs, tokens)
 
     on_test_epoch_start = on_validation_epoch_start
@@ -148,20 +157,13 @@ class Seq2SeqModule(L.LightningModule):
     def _evaluate_epoch(self, split: str) -> None:
         self.evaluations[split] = self._score(self._outputs, split, METRICS[split])
 
-    def _score(self, outputs: list[tuple[int, list[int]]], split: str, prefix: str) -> SplitEvaluation:
-        """Scores (index, token ids) outputs of every rank against the split's references; logs under `prefix`."""
-        if dist.is_available() and dist.is_initialized():
-            gathered = [None] * dist.get_world_size()
-            dist.all_gather_object(gathered, outputs)
-            outputs = [o for part in gathered for o in part]
-        by_index = dict(outputs)
-        indices = sorted(by_index)  # every rank holds the gathered whole, in split order
-        # the run passes the data module's evaluation splits; a module fitted by hand reads its trainer's
-        data = (self.evaluation_data or self.trainer.datamodule.evaluation)(split)
+    def _score(self, outputs: GatheredHypotheses, split: str, prefix: str) -> SplitEvaluation:
+        """Scores every rank's hypotheses against the split's references; logs under `prefix`."""
+        indices, hypotheses = outputs.compute()  # on every rank: the gathered whole, in split order
+        data = self._evaluation(split)
         references, sources = data.references, data.sources
         if len(indices) != len(references):  # e.g. limit_val_batches: score the decoded subset only
             references, sources = [references[i] for i in indices], [sources[i] for i in indices]
-        hypotheses = data.detokenize([by_index[i] for i in indices])
         structure = {name: [column[i] for i in indices] for name, column in data.metadata.items()}
         scores = self.evaluator.score(hypotheses, references, sources, structure=structure, scoring=data.scoring)
         for name, value in self.evaluator.metrics(prefix, scores).items():
