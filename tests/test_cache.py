@@ -34,11 +34,11 @@ def test_a_truncated_dataset_is_rebuilt_not_read(tmp_path, caplog):
 
 def test_a_half_written_tokenizer_is_retrained(tmp_path, caplog):
     texts = ["a b c d", "b c d e", "c d e f"] * 20
-    first = TokenizerPair.load_or_train(tmp_path, texts, texts, 40, shared=False)
+    first = TokenizerPair.load_or_train(tmp_path, lambda: (texts, texts), 40, shared=False)
     src = next(tmp_path.glob("*/src.json"))
     _truncate(src)
     with caplog.at_level(logging.WARNING):
-        again = TokenizerPair.load_or_train(tmp_path, texts, texts, 40, shared=False)
+        again = TokenizerPair.load_or_train(tmp_path, lambda: (texts, texts), 40, shared=False)
     assert "tokenizer" in caplog.text and "rebuilding" in caplog.text
     assert again.encode_src(texts[:3]) == first.encode_src(texts[:3]) and problem(src) is None
 

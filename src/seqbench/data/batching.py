@@ -2,52 +2,119 @@
 from __future__ import annotations
 
 import random
+from array import array
 from typing import Iterator, Sequence
 
+import numpy as np
 import torch
 from torch.utils.data import Sampler
 
 from seqbench.common.tokens import BOS_ID, EOS_ID, PAD_ID
 
 
-def token_budget_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], max_tokens: int,
-                         max_sentences: int | None = None, seed: int = 0) -> list[list[int]]:
+class Batches(Sequence[list[int]]):
+    """Batches of a split as two arrays: the indices in batch order (`order`) and where each batch starts in it
+    (`starts`, one more entry than batches). A 4.5M-pair split is two flat arrays of a few tens of MB, where a list
+    of lists of Python ints would take hundreds; a batch becomes a list only when it is read."""
+
+    def __init__(self, order: np.ndarray, starts: np.ndarray):
+        self.order, self.starts = order, starts
+
+    @classmethod
+    def from_lists(cls, batches: Sequence[Sequence[int]]) -> Batches:
+        sizes = [len(b) for b in batches]
+        order = np.fromiter((i for b in batches for i in b), dtype=np.int64, count=sum(sizes))
+        return cls(order, np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]))
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    def __getitem__(self, b: int) -> list[int]:
+        return self.order[self.starts[b]:self.starts[b + 1]].tolist()
+
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.starts)
+
+    def tolist(self) -> list[list[int]]:
+        return [self[b] for b in range(len(self))]
+
+    def halved(self, count: int) -> Batches:
+        """The largest batch split in two, `count` times (largest first): more batches over the same sentences."""
+        starts = self.starts.tolist()
+        for _ in range(count):
+            sizes = np.diff(starts)
+            largest = int(np.argmax(sizes))
+            if sizes[largest] < 2:
+                break
+            starts.insert(largest + 1, starts[largest] + int(sizes[largest]) // 2)
+        return Batches(self.order, np.asarray(starts, dtype=np.int64))
+
+
+def _seeded_order(count: int, seed: int) -> np.ndarray:
+    """range(count) in `random.Random(seed).shuffle`'s order, shuffled in a compact array (18 MB for 4.5M pairs,
+    where a list of ints takes 160 MB): the tie-break every batch plan has used, so plans stay the same."""
+    order = array("i" if count < 2**31 else "q", range(count))
+    random.Random(seed).shuffle(order)
+    return np.frombuffer(order, dtype=np.intc if order.typecode == "i" else np.int64)
+
+
+def plan_batches(src_lens: Sequence[int] | np.ndarray, tgt_lens: Sequence[int] | np.ndarray, max_tokens: int,
+                 max_sentences: int | None = None, seed: int = 0) -> Batches:
     """Group indices so that (sentences in batch) x (longest side in batch) <= max_tokens, padding included.
 
     Sorting by length keeps padding low; ties are broken by a seeded permutation so equal-length sentences do not
-    always meet in the same order.
+    always meet in the same order. Works on length arrays (the prepared store's), never on the sentences.
     """
-    order = list(range(len(src_lens)))
-    random.Random(seed).shuffle(order)
-    order.sort(key=lambda i: (src_lens[i], tgt_lens[i]))
-    batches, current, longest = [], [], 0
-    for i in order:
-        length = max(src_lens[i], tgt_lens[i])
-        if length > max_tokens:
-            raise ValueError(f"a sentence of {length} tokens does not fit data.max_tokens={max_tokens}; "
-                             f"raise max_tokens or set a length filter")
-        new_longest = max(longest, length)
-        full = max_sentences is not None and len(current) >= max_sentences
-        if current and (new_longest * (len(current) + 1) > max_tokens or full):
-            batches.append(current)
-            current, new_longest = [], length
-        current.append(i)
-        longest = new_longest
-    if current:
-        batches.append(current)
-    return batches
+    src_lens, tgt_lens = np.asarray(src_lens), np.asarray(tgt_lens)  # the store's narrow types, not copies
+    longest_side = np.maximum(src_lens, tgt_lens)
+    if len(longest_side) and longest_side.max() > max_tokens:
+        raise ValueError(f"a sentence of {longest_side.max()} tokens does not fit data.max_tokens={max_tokens}; "
+                         f"raise max_tokens or set a length filter")
+    shuffled = _seeded_order(len(src_lens), seed)
+    # a stable sort by (source, target) length of the shuffled order: Python's sort with that key, as before
+    order = shuffled[np.lexsort((tgt_lens[shuffled], src_lens[shuffled]))]
+    del shuffled
+    return Batches(order, _pack(longest_side[order], max_tokens, max_sentences))
+
+
+def _pack(lengths: np.ndarray, max_tokens: int, max_sentences: int | None, chunk: int = 1 << 20) -> np.ndarray:
+    """Batch starts of the greedy packing of `lengths` in order: a batch closes when one more sentence would break
+    the budget (or max_sentences)."""
+    starts, size, longest, position = [0], 0, 0, 0
+    cap = max_sentences if max_sentences is not None else len(lengths) + 1
+    for begin in range(0, len(lengths), chunk):
+        for length in lengths[begin:begin + chunk].tolist():  # small ints: a chunk at a time keeps this cheap
+            new_longest = length if length > longest else longest
+            if size and (new_longest * (size + 1) > max_tokens or size >= cap):
+                starts.append(position)
+                size, new_longest = 0, length
+            size, longest, position = size + 1, new_longest, position + 1
+    if size:
+        starts.append(position)
+    return np.asarray(starts, dtype=np.int64)
+
+
+def token_budget_batches(src_lens: Sequence[int], tgt_lens: Sequence[int], max_tokens: int,
+                         max_sentences: int | None = None, seed: int = 0) -> list[list[int]]:
+    """`plan_batches` as lists of indices (small splits: evaluation, translation, the bench's workloads)."""
+    return plan_batches(src_lens, tgt_lens, max_tokens, max_sentences, seed).tolist()
 
 
 class TokenBudgetBatchSampler(Sampler[list[int]]):
     """Yields the precomputed batches in a seeded per-epoch order; each distributed rank gets an equal share.
 
+    Under DDP the training batches are first made a multiple of the world size (the largest ones halved), so every
+    rank gets as many batches, which DDP needs, and every pair is still seen once per epoch.
+
     Resumable mid-epoch: `resume(epoch, batches_done)` makes the next iteration continue that epoch's order after the
     batches already trained on, so a restarted run sees exactly the batches an uninterrupted one would.
     """
 
-    def __init__(self, batches: list[list[int]], shuffle: bool, seed: int = 0):
-        self.batches, self.shuffle, self.seed, self.epoch = batches, shuffle, seed, 0
+    def __init__(self, batches: Batches | Sequence[Sequence[int]], shuffle: bool, seed: int = 0):
+        self.batches = batches if isinstance(batches, Batches) else Batches.from_lists(batches)
+        self.shuffle, self.seed, self.epoch = shuffle, seed, 0
         self._skip = 0  # batches of the next iteration already consumed before a restart
+        self._sharded: tuple[int, Batches] | None = None  # (world size, its batches)
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -74,32 +141,34 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
             return torch.distributed.get_rank(), torch.distributed.get_world_size()
         return 0, 1
 
-    def _my_batches(self) -> list[list[int]]:
+    def _world_batches(self, world: int) -> Batches:
+        if self._sharded is None or self._sharded[0] != world:
+            batches = self.batches
+            if len(batches) < world:  # every rank needs a batch, even on a tiny split
+                batches = batches.halved(world - len(batches))
+            if self.shuffle and len(batches) % world:  # equal shares for training, no pair left out
+                batches = batches.halved(world - len(batches) % world)
+            self._sharded = (world, batches)
+        return self._sharded[1]
+
+    def _my_indices(self) -> tuple[Batches, list[int]]:
         rank, world = self._rank_and_world()
-        batches = _split_until(self.batches, world)
+        batches = self._world_batches(world)
         order = list(range(len(batches)))
         if self.shuffle:
             random.Random(self.seed * 100_003 + self.epoch).shuffle(order)
+        # Training shards must be equal-sized or DDP ranks deadlock waiting for each other's gradients (left over
+        # only when batches of one sentence could not be halved further).
         usable = len(order) - len(order) % world if self.shuffle and world > 1 else len(order)
-        # Training shards must be equal-sized or DDP ranks deadlock waiting for each other's gradients.
-        return [batches[i] for i in order[rank:usable:world]]
+        return batches, order[rank:usable:world]
 
     def __iter__(self) -> Iterator[list[int]]:
         skip, self._skip = self._skip, 0
-        return iter(self._my_batches()[skip:])
+        batches, mine = self._my_indices()
+        return (batches[b] for b in mine[skip:])
 
     def __len__(self) -> int:  # the whole epoch, also when resumed: Lightning counts the batches done before
-        return len(self._my_batches())
-
-
-def _split_until(batches: list[list[int]], count: int) -> list[list[int]]:
-    """Halve the largest batches until there are at least `count`: every rank needs a batch, even on a tiny split."""
-    batches = list(batches)
-    while len(batches) < count and max(len(b) for b in batches) > 1:
-        largest = max(range(len(batches)), key=lambda i: len(batches[i]))
-        batch = batches.pop(largest)
-        batches[largest:largest] = [batch[:len(batch) // 2], batch[len(batch) // 2:]]
-    return batches
+        return len(self._my_indices()[1])
 
 
 def collate(examples: list[tuple[int, list[int], list[int]]]) -> dict[str, torch.Tensor]:

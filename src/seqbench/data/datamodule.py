@@ -1,18 +1,26 @@
-"""One LightningDataModule for every corpus: BPE tokenisation, length filters, token-budget batches."""
+"""One LightningDataModule for every corpus: length filters, BPE tokenisation, token-budget batches.
+
+The corpus is tokenised once into a prepared store (seqbench.data.store) that every process maps; training reads its
+batches from there and plans them from its length arrays, so no process holds the training text or its token ids in
+Python objects. Only the evaluation splits (small) keep their text in memory, for scoring.
+"""
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Iterator
 
 import lightning as L
+import numpy as np
 from torch.utils.data import DataLoader
 
 from seqbench.common.breakdowns import CorpusScoring
 from seqbench.common.errors import InputError
 from seqbench.common.text import word_count
-from seqbench.data.batching import TokenBudgetBatchSampler, collate, token_budget_batches
+from seqbench.data.batching import Batches, TokenBudgetBatchSampler, collate, plan_batches
 from seqbench.data.corpus import SPLITS
-from seqbench.data.eval_split import EncodedSplit, EvalSplit
+from seqbench.data.eval_split import EvalSplit
+from seqbench.data.store import CHUNK, Identity, Store, StoreSplit, corpus_digest, open_or_build
 from seqbench.data.tokenizer import TokenizerPair
 
 log = logging.getLogger(__name__)
@@ -22,17 +30,19 @@ class Seq2SeqDataModule(L.LightningDataModule):
     def __init__(self, corpus, cache_dir: str, vocab_size: int = 4000, shared_vocab: bool = False,
                  max_tokens: int = 4096, eval_max_tokens: int | None = None, max_sentences: int | None = None,
                  train_max_len: int | None = None, max_src_len: int | None = None, max_tgt_len: int | None = None,
-                 num_workers: int = 0, seed: int = 0):
+                 num_workers: int = 0, seed: int = 0, tokenizer_sample: int | None = 1_000_000):
         super().__init__()
         self.corpus, self.cache_dir = corpus, Path(cache_dir)
         self.vocab_size, self.shared_vocab = vocab_size, shared_vocab
         self.max_tokens, self.eval_max_tokens = max_tokens, eval_max_tokens or max_tokens
         self.max_sentences, self.num_workers, self.seed = max_sentences, num_workers, seed
         self.train_max_len, self.max_src_len, self.max_tgt_len = train_max_len, max_src_len, max_tgt_len
+        self.tokenizer_sample = tokenizer_sample
         self.tokenizers: TokenizerPair | None = None
-        self.text: dict[str, dict[str, list[str]]] = {}
+        self.store: Store | None = None
+        self.text: dict[str, dict[str, list[str]]] = {}  # valid/test only: sources and references, for scoring
         self.columns: dict[str, dict[str, list]] = {}  # valid/test: the corpus's other columns (per-pair structure)
-        self.encoded: dict[str, EncodedSplit] = {}
+        self.encoded: dict[str, StoreSplit] = {}
         self.filter_counts: dict[str, int] = {}  # pairs removed by the length filters, per split
         self.raw_sizes: dict[str, int] = {}      # pairs per split before the length filters
         self._train_resume: tuple[int, int] | None = None  # (epoch, batches done) for the next train loader
@@ -43,14 +53,17 @@ class Seq2SeqDataModule(L.LightningDataModule):
         self._train_resume = (epoch, batches_done)
 
     def prepare_data(self) -> None:
-        # Runs on one process per node before `setup` (and again before every trainer.validate/test): build the
-        # cached corpus and tokenizer there, once per process.
+        # Runs on one process per node before `setup` (and again before every trainer.validate/test): builds the
+        # cached corpus, tokenizers and prepared store there; the other processes wait for their locks, then map them.
         if not self.encoded:
             self._load()
 
     def setup(self, stage: str | None = None) -> None:
         if not self.encoded:
             self._load()
+
+    def _filters_key(self) -> str:
+        return f"len{self.train_max_len or 0}-{self.max_src_len or 0}-{self.max_tgt_len or 0}"
 
     def _keep(self, split: str, src: str, tgt: str) -> bool:
         """Drops empty pairs and applies the word-count filters; `train_max_len` applies to training data only
@@ -62,35 +75,69 @@ class Seq2SeqDataModule(L.LightningDataModule):
             return False
         return not (split == "train" and self.train_max_len and max(n_src, n_tgt) > self.train_max_len)
 
+    def _kept_rows(self, dataset, split: str) -> np.ndarray:
+        """Rows of a split that pass the filters, read a chunk at a time."""
+        kept = []
+        for start, batch in enumerate(dataset[split].select_columns(["src", "tgt"]).iter(batch_size=CHUNK)):
+            kept.append(np.flatnonzero([self._keep(split, s, t) for s, t in zip(batch["src"], batch["tgt"])])
+                        + start * CHUNK)
+        rows = np.concatenate(kept) if kept else np.empty(0, dtype=np.int64)
+        if not len(rows):
+            raise InputError(f"the {split} split of {self.corpus.name} is empty after filtering: raise "
+                             f"data.train_max_len / data.max_src_len / data.max_tgt_len or check the corpus")
+        return rows
+
+    def _sample_tag(self, dataset) -> str:
+        """How the tokenizer's training text was chosen, for its cache key: "" (all of it) or "-sample<N>"."""
+        if not self.tokenizer_sample or dataset["train"].num_rows <= self.tokenizer_sample:
+            return ""
+        return f"-sample{self.tokenizer_sample}"
+
+    def _tokenizer_rows(self, dataset, kept: np.ndarray) -> np.ndarray:
+        """The training rows the tokenizer learns from: all of them, or a seeded sample of data.tokenizer_sample
+        (seeded alike for every run seed, so all seeds share one tokenizer and one store)."""
+        if not self._sample_tag(dataset) or len(kept) <= self.tokenizer_sample:
+            return kept
+        return kept[np.sort(np.random.default_rng(0).choice(len(kept), self.tokenizer_sample, replace=False))]
+
     def _load(self) -> None:
         dataset = self.corpus.load(self.cache_dir)
-        for split in SPLITS:
-            # Plain lists, read once: indexing a Dataset column element by element costs ~0.1 ms each (seconds here)
-            columns = dataset[split].to_dict()
-            sources, targets = columns.pop("src"), columns.pop("tgt")
-            kept = [i for i, (s, t) in enumerate(zip(sources, targets)) if self._keep(split, s, t)]
-            pairs = [(sources[i], targets[i]) for i in kept]
-            if split != "train":  # what evaluation may bucket or score by (seqbench.scoring.targeted)
-                self.columns[split] = {name: [column[i] for i in kept] for name, column in columns.items()}
-            self.raw_sizes[split] = len(dataset[split])
-            self.filter_counts[split] = len(dataset[split]) - len(pairs)
-            if not pairs:
-                raise InputError(f"the {split} split of {self.corpus.name} is empty after filtering: raise "
-                                 f"data.train_max_len / data.max_src_len / data.max_tgt_len or check the corpus")
-            self.text[split] = {"src": [s for s, _ in pairs], "tgt": [t for _, t in pairs]}
-        log.info("corpus %s: %s", self.corpus.name, ", ".join(
-            f"{split} {len(self.text[split]['src'])}" + (f" ({self.filter_counts[split]} removed by length filters)"
-                                                          if self.filter_counts[split] else "") for split in SPLITS))
-        # The tokenizer is trained on the filtered training text, so the filters are part of its cache key.
-        filters = f"len{self.train_max_len or 0}-{self.max_src_len or 0}-{self.max_tgt_len or 0}"
-        self.tokenizers = TokenizerPair.load_or_train(self.cache_dir / self.corpus.name / filters,
-                                                      self.text["train"]["src"],
-                                                      self.text["train"]["tgt"], self.vocab_size, self.shared_vocab)
-        for split in SPLITS:
-            self.encoded[split] = EncodedSplit(self.tokenizers.encode_src(self.text[split]["src"]),
-                                                self.tokenizers.encode_tgt(self.text[split]["tgt"]))
+        kept: dict[str, np.ndarray] = {}
 
-    def _loader(self, data: EncodedSplit, batches: list[list[int]], shuffle: bool,
+        def kept_rows(split: str) -> np.ndarray:  # computed only when something must be built, once
+            if split not in kept:
+                kept[split] = self._kept_rows(dataset, split)
+            return kept[split]
+
+        def training_texts() -> tuple[Iterator[str], Iterator[str]]:
+            rows = self._tokenizer_rows(dataset, kept_rows("train"))
+            return (_column(dataset["train"], rows, side) for side in ("src", "tgt"))
+
+        # The tokenizer is trained on the filtered training text, so the filters are part of its cache key.
+        parent = self.cache_dir / self.corpus.name / self._filters_key()
+        self.tokenizers = TokenizerPair.load_or_train(parent, training_texts, self.vocab_size, self.shared_vocab,
+                                                      tag=self._sample_tag(dataset))
+        identity = Identity(corpus_digest(dataset), self.tokenizers.digest(), self._filters_key())
+        self.store = open_or_build(self.tokenizers.directory, identity, dataset, kept_rows, self.tokenizers)
+        self.encoded = dict(self.store.splits)
+        for split, entry in self.store.meta["splits"].items():
+            self.raw_sizes[split] = entry["raw_pairs"]
+            self.filter_counts[split] = entry["raw_pairs"] - entry["pairs"]
+        for split in SPLITS[1:]:  # the evaluation splits: small, their text and columns kept for scoring
+            rows = dataset[split].select(np.asarray(self.encoded[split].rows)).to_dict()
+            self.text[split] = {"src": rows.pop("src"), "tgt": rows.pop("tgt")}
+            self.columns[split] = rows
+        log.info("corpus %s: %s", self.corpus.name, ", ".join(
+            f"{split} {len(self.encoded[split])}" + (f" ({self.filter_counts[split]} removed by length filters)"
+                                                     if self.filter_counts[split] else "") for split in SPLITS))
+
+    def sentences(self, split: str, side: str) -> Iterator[str]:
+        """The filtered sentences of one side of a split, the training split's streamed from the corpus."""
+        if split in self.text:
+            return iter(self.text[split][side])
+        return _column(self.corpus.load(self.cache_dir)[split], np.asarray(self.encoded[split].rows), side)
+
+    def _loader(self, data: StoreSplit, batches: Batches | list[list[int]], shuffle: bool,
                 resumable: bool = False) -> DataLoader:
         sampler = TokenBudgetBatchSampler(batches, shuffle=shuffle, seed=self.seed)
         if resumable and self._train_resume is not None:  # the training loader of a run resumed mid-epoch
@@ -101,7 +148,7 @@ class Seq2SeqDataModule(L.LightningDataModule):
     def longest(self) -> dict[str, tuple[int, int]]:
         """Per split, tokens of the longest source and of the longest target + 1 (<bos> y / y <eos>): the lengths
         its batches and the model's positions must hold."""
-        return {split: (max(map(len, data.src_ids)), max(map(len, data.tgt_ids)) + 1)
+        return {split: (int(data.src_lengths.max()), int(data.tgt_lengths.max()) + 1)
                 for split, data in self.encoded.items()}
 
     def token_budget(self, split: str) -> int:
@@ -110,8 +157,8 @@ class Seq2SeqDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         data = self.encoded["train"]
-        batches = token_budget_batches([len(s) for s in data.src_ids], [len(t) + 1 for t in data.tgt_ids],
-                                       self.max_tokens, self.max_sentences, seed=self.seed)  # +1: the <eos>
+        batches = plan_batches(data.src_lengths, data.tgt_lengths.astype(np.int32) + 1,  # +1: the <eos>
+                               self.max_tokens, self.max_sentences, seed=self.seed)
         # Lightning's overfit_batches (debug=overfit) needs the same batches every epoch, and it cannot turn off the
         # shuffling of a batch sampler itself.
         overfit = self.trainer is not None and self.trainer.overfit_batches > 0
@@ -140,3 +187,10 @@ class Seq2SeqDataModule(L.LightningDataModule):
         return {"corpus": self.corpus.name, "src_vocab_size": self.vocab_sizes[0],
                 "tgt_vocab_size": self.vocab_sizes[1], "sizes": {s: len(d) for s, d in self.encoded.items()},
                 "filtered": self.filter_counts}
+
+
+def _column(data, rows: np.ndarray, side: str) -> Iterator[str]:
+    """One text column of `rows` of an Arrow split, read a chunk at a time."""
+    column = data.select_columns([side])
+    for start in range(0, len(rows), CHUNK):
+        yield from column.select(rows[start:start + CHUNK])[side]

@@ -4,9 +4,10 @@ and the vocabularies. A plain dict, so the command prints it as tables or as JSO
 """
 from __future__ import annotations
 
+from seqbench.common.text import word_count
 from seqbench.data.corpus import SPLITS
 from seqbench.data.datamodule import Seq2SeqDataModule
-from seqbench.data.stats import length_histogram, length_summary
+from seqbench.data.stats import count_histogram, count_summary
 
 
 def describe(datamodule: Seq2SeqDataModule) -> dict:
@@ -18,19 +19,20 @@ def describe(datamodule: Seq2SeqDataModule) -> dict:
 
 
 def _split(datamodule: Seq2SeqDataModule, split: str) -> dict:
-    text, encoded = datamodule.text[split], datamodule.encoded.get(split)
-    entry = {"pairs": len(text["src"]), "before_length_filters": datamodule.raw_sizes.get(split, len(text["src"])),
-             "removed_by_length_filters": datamodule.filter_counts.get(split, 0)}
+    encoded = datamodule.encoded[split]
+    entry = {"pairs": len(encoded), "before_length_filters": datamodule.raw_sizes[split],
+             "removed_by_length_filters": datamodule.filter_counts[split]}
     for side in ("src", "tgt"):
-        entry[side] = {"words": length_summary(text[side]), "buckets": length_histogram(text[side])}
-        if encoded is not None:
-            ids = encoded.src_ids if side == "src" else encoded.tgt_ids
-            entry[side]["bpe_tokens_mean"] = round(sum(map(len, ids)) / max(1, len(ids)), 2)
+        words = [word_count(text) for text in datamodule.sentences(split, side)]
+        entry[side] = {"words": count_summary(words), "buckets": count_histogram(words)}
+        lengths = encoded.src_lengths if side == "src" else encoded.tgt_lengths
+        entry[side]["bpe_tokens_mean"] = round(float(lengths.sum(dtype="int64")) / max(1, len(lengths)), 2)
     return entry
 
 
 def _vocabulary(datamodule: Seq2SeqDataModule) -> dict:
     """Word types of the training text (whitespace-separated) and the BPE vocabulary sizes."""
-    train, tokenizers = datamodule.text["train"], datamodule.tokenizers
-    return {"word_types": {side: len({w for s in train[side] for w in s.split()}) for side in ("src", "tgt")},
+    tokenizers = datamodule.tokenizers
+    types = {side: len({w for s in datamodule.sentences("train", side) for w in s.split()}) for side in ("src", "tgt")}
+    return {"word_types": types,
             "bpe": {"src": tokenizers.src_vocab_size, "tgt": tokenizers.tgt_vocab_size, "shared": tokenizers.shared}}

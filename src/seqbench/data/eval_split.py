@@ -8,24 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-import torch
-
 from seqbench.common.breakdowns import CorpusScoring
 from seqbench.data.batching import collate, token_budget_batches
+from seqbench.data.store import StoreSplit
 from seqbench.data.tokenizer import TokenizerPair
-
-
-class EncodedSplit(torch.utils.data.Dataset):
-    """Token ids of one split; items are (index, source ids, target ids) for `collate`."""
-
-    def __init__(self, src_ids: list[list[int]], tgt_ids: list[list[int]]):
-        self.src_ids, self.tgt_ids = src_ids, tgt_ids
-
-    def __len__(self) -> int:
-        return len(self.src_ids)
-
-    def __getitem__(self, i: int):
-        return i, self.src_ids[i], self.tgt_ids[i]
 
 
 @dataclass
@@ -33,7 +19,7 @@ class EvalSplit:
     name: str                   # "valid" or "test"
     sources: list[str]          # detokenised source sentences, in split order
     references: list[str]       # detokenised reference translations, in split order
-    encoded: EncodedSplit
+    encoded: StoreSplit         # the split's token ids, mapped from the prepared store
     tokenizers: TokenizerPair
     max_tokens: int             # the evaluation token budget (padding included)
     max_sentences: int | None = None
@@ -48,9 +34,9 @@ class EvalSplit:
     def batch_indices(self, subset: Sequence[int] | None = None) -> list[list[int]]:
         """Token-budget batches of the split (or of `subset`), as lists of indices into the split."""
         rows = list(range(len(self))) if subset is None else list(subset)
-        src_ids, tgt_ids = self.encoded.src_ids, self.encoded.tgt_ids
-        batches = token_budget_batches([len(src_ids[i]) for i in rows], [len(tgt_ids[i]) + 1 for i in rows],
-                                       self.max_tokens, self.max_sentences, seed=self.seed)  # +1: the <eos>
+        src_lengths, tgt_lengths = self.encoded.src_lengths[rows], self.encoded.tgt_lengths[rows].astype(int) + 1
+        batches = token_budget_batches(src_lengths, tgt_lengths,  # +1: the <eos>
+                                       self.max_tokens, self.max_sentences, seed=self.seed)
         return [[rows[j] for j in batch] for batch in batches]
 
     def batches(self, subset: Sequence[int] | None = None) -> list[dict]:
@@ -62,4 +48,4 @@ class EvalSplit:
         return self.tokenizers.decode_tgt(ids)
 
     def source_ids(self, i: int) -> list[int]:
-        return self.encoded.src_ids[i]
+        return self.encoded.source_ids(i)

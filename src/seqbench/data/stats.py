@@ -16,9 +16,14 @@ BUCKET_LABELS = tuple(bucket_label(lo, hi) for lo, hi in length_buckets(DEFAULT_
 
 def length_histogram(texts: Iterable[str]) -> dict[str, int]:
     """Sentences per length bucket, every bucket present (0 included). Empty strings count in the first bucket."""
+    return count_histogram(word_count(text) for text in texts)
+
+
+def count_histogram(word_counts: Iterable[int]) -> dict[str, int]:
+    """`length_histogram` of sentences given by their word counts."""
     counts = dict.fromkeys(BUCKET_LABELS, 0)
-    for text in texts:
-        counts[BUCKET_LABELS[bucket_index(word_count(text))]] += 1
+    for n in word_counts:
+        counts[BUCKET_LABELS[bucket_index(n)]] += 1
     return counts
 
 
@@ -31,7 +36,12 @@ def percentile(sorted_values: list[int], q: float) -> int:
 
 
 def length_summary(texts: Iterable[str]) -> dict[str, float]:
-    lengths = sorted(word_count(t) for t in texts)
+    return count_summary(word_count(t) for t in texts)
+
+
+def count_summary(word_counts: Iterable[int]) -> dict[str, float]:
+    """Sentences, mean, median, 95th percentile and maximum of sentences' word counts."""
+    lengths = sorted(word_counts)
     if not lengths:
         return {"sentences": 0, "mean": 0.0, "median": 0, "p95": 0, "max": 0}
     return {"sentences": len(lengths), "mean": round(sum(lengths) / len(lengths), 2),

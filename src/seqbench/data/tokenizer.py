@@ -5,23 +5,27 @@ with single spaces, so BLEU is computed on the same kind of string as the refere
 """
 from __future__ import annotations
 
+import hashlib
+import itertools
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from seqbench.common.io import atomic_path
+from seqbench.common.progress import enabled as progress_enabled
 from seqbench.common.tokens import SPECIAL_TOKENS, UNK
 from seqbench.data.cache import cached
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> Tokenizer:
+    """BPE trained on `texts` (any iterable: a corpus sample is streamed, never held as one list)."""
     tok = Tokenizer(models.BPE(unk_token=UNK))
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
     tok.decoder = decoders.Metaspace()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=SPECIAL_TOKENS,
-                                  show_progress=False)
+                                  show_progress=progress_enabled())
     tok.train_from_iterator(texts, trainer=trainer)
     return tok
 
@@ -32,22 +36,32 @@ class TokenizerPair:
     def __init__(self, src: Tokenizer, tgt: Tokenizer):
         self.src, self.tgt = src, tgt
         self.shared = src is tgt
+        self.directory: Path | None = None  # where load_or_train keeps them
 
     @classmethod
-    def load_or_train(cls, directory: Path, train_src: list[str], train_tgt: list[str], vocab_size: int,
-                      shared: bool) -> TokenizerPair:
-        directory = Path(directory) / f"bpe-{'shared' if shared else 'separate'}-{vocab_size}"
-        texts = [train_src + train_tgt] if shared else [train_src, train_tgt]
+    def load_or_train(cls, directory: Path, texts: Callable[[], tuple[Iterable[str], Iterable[str]]],
+                      vocab_size: int, shared: bool, tag: str = "") -> TokenizerPair:
+        """The cached tokenizers in `directory`/bpe-..., trained if missing on `texts()` (called only then: the
+        training source and target texts, in corpus order). `tag` names how those texts were chosen (a sample)."""
+        directory = Path(directory) / f"bpe-{'shared' if shared else 'separate'}-{vocab_size}{tag}"
         toks = []
-        for path, side in zip(cls._files(directory, shared), texts):
+        for side, path in enumerate(cls._files(directory, shared)):
 
             def build(path=path, side=side) -> None:
+                src, tgt = texts()
                 directory.mkdir(parents=True, exist_ok=True)
                 with atomic_path(path) as tmp:  # a killed run never leaves a half-written tokenizer behind
-                    train_bpe(side, vocab_size).save(str(tmp))
+                    train_bpe(itertools.chain(src, tgt) if shared else (src, tgt)[side], vocab_size).save(str(tmp))
 
             toks.append(cached(path, lambda path=path: Tokenizer.from_file(str(path)), build, "tokenizer"))
-        return cls(toks[0], toks[-1])
+        pair = cls(toks[0], toks[-1])
+        pair.directory = directory
+        return pair
+
+    def digest(self) -> str:
+        """Identifies the tokenizers' vocabularies and merges (what a prepared store's ids depend on)."""
+        sides = [self.src] if self.shared else [self.src, self.tgt]
+        return hashlib.sha256("".join(tok.to_str() for tok in sides).encode()).hexdigest()
 
     @staticmethod
     def _files(directory: Path, shared: bool) -> list[Path]:

@@ -1,0 +1,212 @@
+"""The prepared store: a corpus tokenised once into flat, memory-mapped arrays that every process maps.
+
+fairseq's binarised data (`fairseq-preprocess`, `MMapIndexedDataset`) in plain numpy files. For each split and side:
+
+    <split>.<side>.ids.bin      every kept sentence's token ids end to end, in the narrowest unsigned type the
+                                vocabulary allows (uint16 up to 65,536 types)
+    <split>.<side>.offsets.bin  int64, where each sentence starts in ids (pairs + 1 entries)
+    <split>.<side>.lengths.bin  tokens per sentence (the ids' type): batches are planned from these alone
+    <split>.rows.bin            int64, the corpus row of each kept pair (evaluation reads its text and columns)
+    meta.json                   the types, the counts, and what the store was built from
+
+Opening maps the files (np.memmap): their pages come from the page cache, shared by every process of the machine, and
+only the pages a batch reads are touched, so memory per process does not grow with the corpus. The store is built in
+chunks (memory stays flat while preparing too), into a temporary folder renamed into place and sealed by
+`seqbench.data.cache`, so a killed preparation is never read. Its folder name is a digest of what it was built from
+(the corpus files, the tokenizer, the length filters, this format): a store from another tokenizer or corpus version
+is never reused, a new one is built beside it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+import torch
+
+from seqbench.common.io import atomic_path
+from seqbench.common.progress import progress_bar
+from seqbench.data.cache import cached, remove
+from seqbench.data.tokenizer import TokenizerPair
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+CHUNK = 20_000  # pairs read, tokenised and written at a time
+SIDES = ("src", "tgt")
+
+
+def id_type(vocab_size: int) -> np.dtype:
+    """The narrowest unsigned integer type that holds every token id."""
+    return np.dtype(np.uint16 if vocab_size <= 1 << 16 else np.uint32)
+
+
+def corpus_digest(dataset) -> str:
+    """What identifies a corpus's cached version without reading it: each split's Arrow files (name, size, time of
+    writing), or, for a dataset held in memory, its text."""
+    digest = hashlib.sha256()
+    for split in sorted(dataset):
+        digest.update(f"{split}:{dataset[split].num_rows}:".encode())
+        files = [Path(f["filename"]) for f in dataset[split].cache_files]
+        for path in files:
+            stat = path.stat()
+            digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+        if not files:
+            for batch in dataset[split].select_columns(list(SIDES)).iter(batch_size=CHUNK):
+                digest.update("\n".join(batch["src"] + batch["tgt"]).encode())
+    return digest.hexdigest()
+
+
+@dataclass
+class Identity:
+    """What a store was built from; its digest names the store's folder."""
+
+    corpus: str      # corpus_digest
+    tokenizer: str   # TokenizerPair.digest
+    filters: str     # the length filters' key
+
+    def digest(self) -> str:
+        text = json.dumps({"format": FORMAT, **self.__dict__}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class _Side:
+    """One side of one split, mapped: `sentence(i)` reads only sentence i's ids."""
+
+    def __init__(self, directory: Path, split: str, side: str, ids_type: str, lengths_type: str):
+        self.ids = _map(directory / f"{split}.{side}.ids.bin", ids_type)
+        self.offsets = _map(directory / f"{split}.{side}.offsets.bin", "int64")
+        self.lengths = _map(directory / f"{split}.{side}.lengths.bin", lengths_type)
+
+    def sentence(self, i: int) -> list[int]:
+        return self.ids[self.offsets[i]:self.offsets[i + 1]].tolist()
+
+
+def _map(path: Path, dtype: str) -> np.ndarray:
+    if path.stat().st_size == 0:  # np.memmap cannot map an empty file
+        return np.empty(0, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r")
+
+
+class StoreSplit(torch.utils.data.Dataset):
+    """The token ids of one split; items are (index, source ids, target ids) for `collate`.
+
+    Pickled (DataLoader workers started by spawn) as its folder and split, and mapped again there: a pickled memmap
+    would copy the whole split into every worker.
+    """
+
+    def __init__(self, directory: Path, split: str, meta: dict):
+        self.directory, self.split, self.meta = Path(directory), split, meta
+        self.rows = _map(self.directory / f"{split}.rows.bin", "int64")
+        self.src, self.tgt = (_Side(self.directory, split, side, meta["ids_type"], meta["lengths_type"])
+                              for side in SIDES)
+
+    def __getstate__(self) -> dict:
+        return {"directory": self.directory, "split": self.split, "meta": self.meta}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["directory"], state["split"], state["meta"])
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> tuple[int, list[int], list[int]]:
+        return i, self.src.sentence(i), self.tgt.sentence(i)
+
+    @property
+    def src_lengths(self) -> np.ndarray:
+        return self.src.lengths
+
+    @property
+    def tgt_lengths(self) -> np.ndarray:
+        return self.tgt.lengths
+
+    def source_ids(self, i: int) -> list[int]:
+        return self.src.sentence(i)
+
+
+class Store:
+    """A prepared store, opened: `splits[name]` are its StoreSplits; `meta` its counts."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.meta = json.loads((self.directory / "meta.json").read_text())
+        if self.meta.get("format") != FORMAT:
+            raise ValueError(f"store format {self.meta.get('format')}, expected {FORMAT}")
+        self.splits = {split: StoreSplit(self.directory, split, self.meta) for split in self.meta["splits"]}
+
+    def nbytes(self) -> int:
+        return sum(p.stat().st_size for p in self.directory.iterdir())
+
+    def tokens(self) -> int:
+        return sum(entry["tokens"][side] for entry in self.meta["splits"].values() for side in SIDES)
+
+
+def open_or_build(parent: Path, identity: Identity, dataset, kept: Callable[[str], np.ndarray],
+                  tokenizers: TokenizerPair) -> Store:
+    """The store of `identity` under `parent` (store-<digest>), built from `dataset`'s rows `kept(split)` if it is
+    missing, incomplete or corrupted; stores of other identities there are removed (a new tokenizer or corpus)."""
+    directory = parent / f"store-{identity.digest()}"
+
+    def build() -> None:
+        for stale in parent.glob("store-*"):
+            if stale.is_dir() and stale.name != directory.name:
+                log.info("removing the prepared store %s: built from another corpus version or tokenizer", stale.name)
+                remove(stale)
+        write(directory, dataset, kept, tokenizers, identity)
+
+    return cached(directory, lambda: Store(directory), build, "prepared store")
+
+
+def write(directory: Path, dataset, kept: Callable[[str], np.ndarray], tokenizers: TokenizerPair,
+          identity: Identity) -> None:
+    ids_type = id_type(max(tokenizers.src_vocab_size, tokenizers.tgt_vocab_size))
+    meta = {"format": FORMAT, "ids_type": ids_type.name, "lengths_type": ids_type.name,
+            "identity": identity.__dict__, "splits": {}}
+    with atomic_path(directory) as tmp:
+        tmp.mkdir(parents=True)
+        for split in dataset:
+            rows = kept(split)
+            meta["splits"][split] = _write_split(tmp, split, dataset[split], rows, tokenizers, ids_type)
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def _write_split(directory: Path, split: str, data, rows: np.ndarray, tokenizers: TokenizerPair,
+                 ids_type: np.dtype) -> dict:
+    """Tokenise `rows` of one split chunk by chunk, appending to the split's files."""
+    rows.astype(np.int64).tofile(directory / f"{split}.rows.bin")
+    encode = {"src": tokenizers.encode_src, "tgt": tokenizers.encode_tgt}
+    files = {side: {part: open(directory / f"{split}.{side}.{part}.bin", "wb") for part in ("ids", "offsets",
+                                                                                            "lengths")}
+             for side in SIDES}
+    tokens = dict.fromkeys(SIDES, 0)
+    try:
+        for side in SIDES:
+            np.zeros(1, dtype=np.int64).tofile(files[side]["offsets"])
+        with progress_bar(f"tokenising {split}", total=len(rows), unit="pairs") as advance:
+            for texts in _texts(data, rows):
+                for side in SIDES:
+                    ids = encode[side](texts[side])
+                    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+                    np.fromiter((t for sentence in ids for t in sentence), dtype=ids_type,
+                                count=int(lengths.sum())).tofile(files[side]["ids"])
+                    (tokens[side] + np.cumsum(lengths)).tofile(files[side]["offsets"])
+                    lengths.astype(ids_type).tofile(files[side]["lengths"])
+                    tokens[side] += int(lengths.sum())
+                advance(len(texts["src"]))
+    finally:
+        for handles in files.values():
+            for handle in handles.values():
+                handle.close()
+    return {"pairs": len(rows), "raw_pairs": data.num_rows, "tokens": tokens}
+
+
+def _texts(data, rows: np.ndarray) -> Iterator[dict[str, list[str]]]:
+    """The source and target texts of `rows` (ascending), CHUNK pairs at a time, read from the Arrow table."""
+    for start in range(0, len(rows), CHUNK):
+        chunk = data.select_columns(list(SIDES)).select(rows[start:start + CHUNK])
+        yield chunk.to_dict()
