@@ -97,6 +97,7 @@ CONFIG_CASES = [
     ("output_dir_not_writable", ["paths.output_dir={tmp}/a_file/run"], "paths.output_dir"),
     ("cache_dir_not_writable", ["paths.cache_dir={tmp}/a_file/cache"], "paths.cache_dir"),
     ("run_dir_not_writable", ["hydra.run.dir={tmp}/a_file/run"], "hydra.run.dir"),
+    ("run_dir_is_a_file", ["hydra.run.dir={tmp}/a_file"], "hydra.run.dir"),
     ("train_false_without_ckpt", ["train=false"], "ckpt_path"),
     ("files_corpus_missing_file", ["data=files", "data.corpus.train={tmp}/nope.tsv",
                                    "data.corpus.valid={tmp}/nope.tsv", "data.corpus.test={tmp}/nope.tsv"],

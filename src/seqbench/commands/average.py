@@ -17,7 +17,7 @@ import torch
 
 from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
-from seqbench.common.io import atomic_torch_save
+from seqbench.common.io import atomic_torch_save, check_writable
 from seqbench.rundir.checkpoints import checkpoint_spec, read_checkpoint
 from seqbench.rundir.layout import RECENT_CHECKPOINTS, RunDir
 
@@ -94,6 +94,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    check_writable(args.output)
     averaged, sources = average_checkpoints(args.inputs, args.last)
     atomic_torch_save(averaged, args.output)
     steps = ", ".join(str(step) for _, step in sources)

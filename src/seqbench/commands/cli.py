@@ -3,7 +3,8 @@
 Every command's `main(argv)` runs under it. A mistake in the user's input, wherever it is noticed, becomes one line,
 `error: <key or file>: <what is wrong and the fix>`, on stderr and exit status 2: the project's ConfigError and
 InputError, Hydra's composition errors and Lightning's misconfigurations alike (seqbench.common.errors.one_line).
-Anything else is a bug and keeps its traceback.
+Anything else is a bug and keeps its traceback. Ctrl-C (SIGINT) ends a command with exit status 130 and one line, no
+traceback: what it wrote before stays written (a command that can resume says how itself).
 
 Hydra rejects overrides and compositions before the task function runs and prints them its own way (several lines,
 exit 1): while Hydra composes, HYDRA_FULL_ERROR=1 is set so that Hydra re-raises them to us instead. The task function
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from typing import Callable, Sequence
 
@@ -59,6 +61,9 @@ def run_command(main: Callable[[Sequence[str] | None], int | None], argv: Sequen
         os.environ[_FULL_ERROR] = "1"  # Hydra re-raises composition errors to us instead of printing them
     try:
         status = main(argv)
+    except KeyboardInterrupt:
+        print("error: interrupted by SIGINT", file=sys.stderr)
+        return 128 + signal.SIGINT
     except Exception as error:  # noqa: BLE001 - only the user's own mistakes become one line; the rest re-raises
         before_task = _composing
         composition_done()

@@ -16,11 +16,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
-from seqbench.common.io import atomic_path
+from seqbench.common.io import atomic_path, check_writable
 from seqbench.rundir.layout import CONFIG_FILE, TOKENIZERS_DIR, RunDir
 from seqbench.rundir.loading import load_run
 from seqbench.rundir.results import read_results
@@ -31,8 +29,17 @@ def _training_command(run_dir: Path) -> str:
     overrides_file = run_dir / ".hydra" / "overrides.yaml"
     if not overrides_file.is_file():
         return "seqbench train  # overrides not recorded (.hydra/overrides.yaml missing)"
-    overrides = [str(o) for o in OmegaConf.to_container(OmegaConf.load(overrides_file))]
-    return " ".join(["seqbench train", *overrides])
+    import yaml
+
+    try:
+        overrides = yaml.safe_load(overrides_file.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise InputError(f"{overrides_file}: not readable YAML, cut short or damaged ({' '.join(str(error).split())}"
+                         f"); restore it, or delete it to export without the training command") from None
+    if not isinstance(overrides, list):
+        raise InputError(f"{overrides_file}: not Hydra's list of overrides; restore it, or delete it to export "
+                         f"without the training command")
+    return " ".join(["seqbench train", *map(str, overrides)])
 
 
 def _number(value, fmt: str = ",.1f") -> str:
@@ -95,6 +102,9 @@ def export(run: Path, out: Path, checkpoint: str = "best", model_format: str = "
            quantization: str | None = None) -> Path:
     from safetensors.torch import save_model
 
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InputError(f"{out}: exists and is not an empty folder")
+    check_writable(out)
     loaded = load_run(run, checkpoint)
     root = loaded.root
     if loaded.weights.suffix == ".safetensors":
@@ -103,9 +113,8 @@ def export(run: Path, out: Path, checkpoint: str = "best", model_format: str = "
     if not run.results.is_file():
         raise InputError(f"{root}: no results.json (the run did not finish); evaluate a checkpoint with "
                          f"`seqbench train train=false ckpt_path=...` and export that run")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InputError(f"{out}: exists and is not an empty folder")
     results = read_results(run.results)
+    command = _training_command(root)
     if model_format == "ctranslate2":
         from seqbench.decoding.ctranslate2 import check_convertible
 
@@ -122,7 +131,7 @@ def export(run: Path, out: Path, checkpoint: str = "best", model_format: str = "
         for name in ("model_file", "results", "config_file"):
             if getattr(run, name).is_file():
                 shutil.copyfile(getattr(run, name), getattr(exported, name))
-        (tmp / "README.md").write_text(model_card(results, _training_command(root), loaded.weights.name),
+        (tmp / "README.md").write_text(model_card(results, command, loaded.weights.name),
                                        encoding="utf-8")
         if model_format == "ctranslate2":
             from seqbench.decoding.ctranslate2 import convert, vocabulary

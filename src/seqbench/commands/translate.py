@@ -9,6 +9,10 @@ batches of similar lengths (as at test time) with a progress bar on stderr, and 
 order. Decoding uses the run's own settings (`module.decoding`) unless --beam, --length-penalty, --max-len-a or
 --max-len-b say otherwise, through the same beam search as validation and test. `--attention DIR` writes the
 attention map of every translated sentence as DIR/<line number>.png. An empty line translates to an empty line.
+Lines end at "\n" (or "\r\n") only, on stdin and in --input alike: a form feed or U+2028 inside a line stays in it,
+so output lines always match input lines. Input must be UTF-8: invalid bytes are one error line naming their byte
+offset (stdin, after the lines before them were translated) or their line (--input, before anything is translated).
+Ctrl-C ends with exit status 130, the lines translated so far written.
 `--engine ctranslate2` decodes a folder exported with `--format ctranslate2` in CTranslate2 instead (the same
 tokenizers, length limits and, with beam search, GNMT length penalty; seqbench.decoding.ctranslate2).
 """
@@ -23,7 +27,7 @@ import torch
 
 from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
-from seqbench.common.io import atomic_write_text
+from seqbench.common.io import atomic_write_text, check_writable, read_lines, stream_lines
 from seqbench.decoding.attention import attention_example
 from seqbench.decoding.search import DecodingConfig
 from seqbench.decoding.translator import SearchDecoder, Translator
@@ -52,10 +56,9 @@ def attention_writer(loaded: LoadedModel, directory: Path, device: torch.device)
 
 
 def translate_stream(translator: Translator, stdin, stdout, save=None) -> None:
-    """One line in, one line out, flushed: usable interactively and as a filter in a pipe. `save`: an
-    attention_writer's."""
-    for number, line in enumerate(iter(stdin.readline, ""), start=1):
-        line = line.rstrip("\r\n")
+    """One line of the byte stream `stdin` in, one line out, flushed: usable interactively and as a filter in a pipe.
+    `save`: an attention_writer's."""
+    for number, line in enumerate(stream_lines(stdin), start=1):
         each = None if save is None else \
             lambda _, source_ids, hypothesis, n=number, text=line: save(n, text, source_ids, hypothesis)
         print(translator.translate([line], each=each)[0], file=stdout, flush=True)
@@ -132,20 +135,19 @@ def main(argv: list[str] | None = None) -> None:
         raise InputError(f"--max-tokens {args.max_tokens}: must be positive")
     if args.input is not None and not args.input.is_file():
         raise InputError(f"--input {args.input}: no such file")
+    lines = read_lines(args.input, empty_ok=True) if args.input is not None else None
+    if args.output is not None:
+        check_writable(args.output)
     loaded = load_run(args.run, args.checkpoint)
     device = torch.device(args.device)
     limit = family_of(loaded.spec["model"]).position_limit(loaded.spec["model"])
     translator = Translator(decoder(args, loaded), loaded.tokenizers, decoding_config(loaded.decoding, args), limit)
     save = attention_writer(loaded, args.attention, device) if args.attention is not None else None
-    if args.input is None:
+    if lines is None:
         if sys.stdin.isatty():
             print(f"translating with {loaded.weights}: one sentence per line, Ctrl-D to end", file=sys.stderr)
-        translate_stream(translator, sys.stdin, sys.stdout, save)
+        translate_stream(translator, sys.stdin.buffer, sys.stdout, save)
         return
-    try:
-        lines = args.input.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as error:
-        raise InputError(f"--input {args.input}: not UTF-8 text ({error.reason} at byte {error.start})") from error
     text = "".join(line + "\n" for line in translate_file(translator, lines, args.max_tokens, save))
     if args.output is None:
         sys.stdout.write(text)

@@ -9,6 +9,7 @@ valid is decided elsewhere, in seqbench.config.checks.
 from __future__ import annotations
 
 import difflib
+import errno
 from typing import Any, Iterable
 
 
@@ -30,6 +31,15 @@ class DiskFullError(InputError):
         self.path = path
 
 
+class UnwritableError(InputError):
+    """A file or folder that cannot be written for the reason its OSError's errno gives (permission, read-only file
+    system, a file where a folder should be): one line naming it, no traceback."""
+
+    def __init__(self, path, reason: str):
+        super().__init__(f"{path}: cannot be written ({reason}); choose a place you can write to")
+        self.path = path
+
+
 DISK_FULL_ERRNOS = (28, 122)  # ENOSPC, EDQUOT
 PATH_ERRNOS = (1, 2, 13, 20, 21, 30)  # EPERM, ENOENT, EACCES, ENOTDIR, EISDIR, EROFS: a path the user gave
 
@@ -41,6 +51,13 @@ def disk_full(error: BaseException) -> bool:
             return True
         error = error.__cause__ or error.__context__
     return False
+
+
+def os_error(error: BaseException) -> OSError | None:
+    """The first OSError that carries an errno in `error`'s chain (itself, then its causes and contexts)."""
+    while error is not None and not (isinstance(error, OSError) and error.errno is not None):
+        error = error.__cause__ or error.__context__
+    return error
 
 
 def user_error(error: BaseException) -> ValueError | None:
@@ -153,6 +170,9 @@ def one_line(error: BaseException, before_task: bool = False) -> str | None:
         cause = cause.__cause__
     if cause is not None:  # Lightning refused a setting the config checks do not know
         return f"Lightning: {_squash(str(cause))}"
+    if isinstance(error, OSError) and error.filename and before_task and error.errno == errno.EEXIST:
+        return (f"hydra.run.dir: {error.filename} is a file where the run's folder should be; choose another "
+                f"hydra.run.dir, or move the file")
     if isinstance(error, OSError) and error.filename and error.errno in PATH_ERRNOS:
         if before_task:  # Hydra creating the run directory
             return (f"hydra.run.dir={error.filename}: cannot be written ({error.strerror}); "

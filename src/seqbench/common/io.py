@@ -2,19 +2,26 @@
 text files.
 
 Atomic writes: everything is written to a temporary sibling (same folder, so the rename stays on one file system) and
-renamed over the target in one step: readers see the old file, or the new one, never a truncated mix.
+renamed over the target in one step: readers see the old file, or the new one, never a truncated mix. A write that
+fails is one line naming the target and the cause its errno gives (no space, permission, read-only file system);
+`check_writable` finds the causes that can be known before any work starts.
+
+Text is split into lines on "\n" only (a "\r" before it is dropped), never on the other characters
+`str.splitlines` ends lines at (form feed, U+2028...): one line in is one line out wherever a file's lines are counted.
 """
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
-from seqbench.common.errors import DiskFullError, disk_full
+from seqbench.common.errors import DISK_FULL_ERRNOS, PATH_ERRNOS, DiskFullError, InputError, UnwritableError, os_error
 
 NEARLY_FULL_BYTES = 64 * 2**20  # a failed write with less room than this left is taken for a full disk
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @contextmanager
@@ -22,24 +29,79 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yields a temporary sibling of `path` to write (a file or a folder); renames it over `path` if the block ends
     without an exception, and removes it otherwise."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    _remove(tmp)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _remove(tmp)
         yield tmp
         if tmp.is_dir() and path.is_dir():
             shutil.rmtree(path)  # a folder cannot be renamed over another one
         os.replace(tmp, path)
     except Exception as error:
         _remove(tmp)
-        free = shutil.disk_usage(path.parent).free
-        # torch.save reports a full disk as a RuntimeError of its stream writer ("iostream error"), not as ENOSPC:
-        # with that little room left after the partial file is gone, the write failed for want of space
-        if disk_full(error) or free < NEARLY_FULL_BYTES:
-            raise DiskFullError(path, free) from error
-        raise
+        failure = _write_failure(path, tmp, error)
+        if failure is None:
+            raise
+        raise failure from error
     finally:
         _remove(tmp)
+
+
+def cannot_write(path: Path, error: OSError) -> InputError | None:
+    """The one-line error for `path`, which `error` kept from being written, named from its errno: no space
+    (DiskFullError), or permission, read-only file system, not a folder (UnwritableError); None for other errnos."""
+    if error.errno in DISK_FULL_ERRNOS:
+        return DiskFullError(path, _free_bytes(path.parent))
+    if error.errno in PATH_ERRNOS:
+        return UnwritableError(path, error.strerror)
+    return None
+
+
+def _write_failure(path: Path, tmp: Path, error: Exception) -> InputError | None:
+    """What an atomic write of `path` that ended with `error` is reported as; None to re-raise `error` itself."""
+    if isinstance(error, InputError):
+        return None  # already one line: the caller's own check, or a nested write naming its file
+    cause = os_error(error)
+    if cause is not None:
+        return cannot_write(path, cause) if _writes(cause.filename, path, tmp) else None
+    free = _free_bytes(path.parent)
+    # torch.save reports a full disk as a RuntimeError of its stream writer ("iostream error"), with no errno: with
+    # that little room left after the partial file is gone, the write failed for want of space
+    return DiskFullError(path, free) if free is not None and free < NEARLY_FULL_BYTES else None
+
+
+def _writes(filename, path: Path, tmp: Path) -> bool:
+    """Whether an OSError's file is one the atomic write of `path` makes: the temporary, the target or a folder above
+    it (an unnamed one too). Another file failed to be read inside the block: its own error names it."""
+    if not isinstance(filename, (str, os.PathLike)):
+        return True
+    named = Path(filename)
+    return named.is_relative_to(tmp) or named in (path, *path.parents)
+
+
+def _free_bytes(folder: Path) -> int | None:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
+
+
+def check_writable(path: str | Path) -> None:
+    """One line now, before any work, if `path` cannot be written (its folder refuses new files, is on a read-only
+    file system, or is a file): a file is created and removed in its folder, or in the nearest folder above that
+    exists. A full disk shows only when the data is written; atomic_path names it then."""
+    folder = next(p for p in Path(path).absolute().parents if p.exists())
+    probe = folder / f".{Path(path).name}.probe{os.getpid()}"
+    try:
+        if not folder.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        os.unlink(probe)
+    except OSError as error:
+        failure = cannot_write(Path(path), error)
+        if failure is None:
+            raise
+        raise failure from None
 
 
 def _remove(path: Path) -> None:
@@ -63,20 +125,19 @@ def atomic_torch_save(obj, path: str | Path) -> Path:
     import torch
 
     with atomic_path(path) as tmp:
+        tmp.touch()  # torch reports a file it cannot create without the errno that names why: Python keeps it
         torch.save(obj, tmp)
     return Path(path)
 
 
-def read_lines(path: str | Path) -> list[str]:
+def read_lines(path: str | Path, empty_ok: bool = False) -> list[str]:
     """The file's lines, decoded as strict UTF-8 (a leading BOM and CR line ends are accepted); a missing file,
-    invalid UTF-8 or an empty file is an InputError naming the file (and line)."""
-    from seqbench.common.errors import InputError
-
+    invalid UTF-8 or an empty file (unless `empty_ok`) is an InputError naming the file (and line)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: file not found")
     data = path.read_bytes()
-    if data.startswith(b"\xef\xbb\xbf"):
+    if data.startswith(UTF8_BOM):
         data = data[3:]
     raw_lines = data.split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
@@ -89,6 +150,23 @@ def read_lines(path: str | Path) -> list[str]:
             raise InputError(f"{path}:{number}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column "
                              f"{error.start + 1}); re-encode the file as UTF-8") from None
         lines.append(line[:-1] if line.endswith("\r") else line)
-    if not lines:
+    if not lines and not empty_ok:
         raise InputError(f"{path}: the file is empty")
     return lines
+
+
+def stream_lines(stream: BinaryIO, name: str = "stdin") -> Iterator[str]:
+    """The lines of a byte stream (stdin), split and decoded as read_lines does a file's, each as soon as it has
+    been read: a terminal or a pipe gets each line's answer before it sends the next. Invalid UTF-8 is an InputError
+    naming its byte offset in the stream."""
+    offset = 0
+    for number, raw in enumerate(iter(stream.readline, b""), start=1):
+        if number == 1 and raw.startswith(UTF8_BOM):
+            raw, offset = raw[3:], 3
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InputError(f"{name}: invalid UTF-8 at byte offset {offset + error.start} (line {number}, byte "
+                             f"0x{raw[error.start]:02x}); re-encode the input as UTF-8") from None
+        offset += len(raw)
+        yield line.removesuffix("\n").removesuffix("\r")

@@ -13,7 +13,8 @@ Checkpoints carry the same model spec in their hyperparameters (`Seq2SeqModule.h
 checkpoint of another architecture or vocabulary is refused with one line (seqbench.rundir.checkpoints). An exported
 folder (`seqbench export`) holds model.json, tokenizers/, config.yaml and model.safetensors.
 `load_run` accepts all three: a run directory (its best or last checkpoint, or any other), a .ckpt inside a run
-directory, or an exported folder.
+directory, or an exported folder. Every file it reads is checked as it is read: a missing, empty, cut-short or foreign
+model.json, tokenizer or weights file is one line naming the file and what to do.
 """
 from __future__ import annotations
 
@@ -22,13 +23,16 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqbench.common.errors import InputError
+from seqbench.common.errors import ConfigError, InputError
 from seqbench.common.io import atomic_write_text
 from seqbench.data.tokenizer import TokenizerPair
 from seqbench.decoding.search import DecodingConfig
-from seqbench.models.interface import Seq2Seq, build_model
+from seqbench.models.interface import Seq2Seq, build_model, family_of
 from seqbench.rundir.checkpoints import describe_spec, load_checkpoint_weights, resolve_checkpoint
-from seqbench.rundir.layout import MODEL_FILE, RunDir
+from seqbench.rundir.layout import CHECKPOINTS_DIR, MODEL_FILE, WEIGHTS_FILE, RunDir
+
+RESTORE = "copy it again from the run directory, or export the run again (seqbench export)"
+SPEC_FIELDS = {"model": dict, "src_vocab_size": int, "tgt_vocab_size": int, "decoding": dict}
 
 
 def vocabulary_fingerprint(tokenizers: TokenizerPair) -> str:
@@ -87,29 +91,101 @@ def load_run(path: str | Path, checkpoint: str = "best") -> LoadedModel:
         raise InputError(f"{path}: no such run directory, checkpoint or exported model")
     root = find_root(path)
     run = RunDir(root)
-    spec = json.loads(run.model_file.read_text())
-    tokenizers = TokenizerPair.load(run.tokenizers)
+    spec = read_spec(run.model_file)
+    decoding = decoding_settings(spec, run.model_file)
+    tokenizers = load_tokenizers(run.tokenizers, spec, run.model_file)
     model = model_from_spec(spec)
-    if path.is_file():
-        weights = path
-    elif run.weights.is_file():
-        if checkpoint != "best":
-            raise InputError(f"{root}: an exported model has one set of weights; --checkpoint does not apply")
-        weights = run.weights
-    else:
-        weights = resolve_checkpoint(root, checkpoint)
+    weights = weights_file(path, run, checkpoint)
     if weights.suffix == ".safetensors":
         load_safetensors(model, weights, spec)
     else:
         load_checkpoint_weights(model, weights, spec)
-    return LoadedModel(model.eval(), tokenizers, DecodingConfig(**spec["decoding"]), spec, root, weights)
+    return LoadedModel(model.eval(), tokenizers, decoding, spec, root, weights)
+
+
+def weights_file(path: Path, run: RunDir, checkpoint: str) -> Path:
+    """The file the weights come from: the .ckpt given, an export's model.safetensors, or the run's checkpoint."""
+    if path.is_file():
+        return path
+    if run.weights.is_file():
+        if checkpoint != "best":
+            raise InputError(f"{run.path}: an exported model has one set of weights; --checkpoint does not apply")
+        return run.weights
+    if not run.checkpoints.is_dir():  # neither kind: results.json may name a checkpoint of some other folder
+        raise InputError(f"{run.path}: no weights, neither {WEIGHTS_FILE} (an exported model) nor {CHECKPOINTS_DIR}/ "
+                         f"(a run directory); export the run again, or copy its {CHECKPOINTS_DIR}/ back")
+    return resolve_checkpoint(run.path, checkpoint)
+
+
+def file_bytes(path: Path) -> bytes:
+    """A small file's bytes; missing or empty is one line naming it."""
+    if not path.is_file():
+        raise InputError(f"{path}: missing; {RESTORE}")
+    data = path.read_bytes()
+    if not data:
+        raise InputError(f"{path}: empty; {RESTORE}")
+    return data
+
+
+def read_spec(path: Path) -> dict:
+    """model.json, checked: cut short, not JSON, or not a seqbench model spec is one line naming it."""
+    try:
+        spec = json.loads(file_bytes(path))
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+        raise InputError(f"{path}: not valid JSON, cut short or damaged ({error}); {RESTORE}") from None
+    if not isinstance(spec, dict) or any(not isinstance(spec.get(k), kind) for k, kind in SPEC_FIELDS.items()):
+        raise InputError(f"{path}: not a seqbench {MODEL_FILE} (it holds {', '.join(SPEC_FIELDS)}); {RESTORE}")
+    try:
+        family_of(spec["model"])
+    except ConfigError as error:
+        raise InputError(f"{path}: {error}; {RESTORE}") from None
+    return spec
+
+
+def decoding_settings(spec: dict, origin: Path) -> DecodingConfig:
+    try:
+        return DecodingConfig(**spec["decoding"])
+    except TypeError as error:  # a key this version does not know
+        raise InputError(f"{origin}: decoding settings this seqbench cannot read ({error}); {RESTORE}") from None
+
+
+def load_tokenizers(directory: Path, spec: dict, origin: Path) -> TokenizerPair:
+    """The run's tokenizers, each file checked, and their vocabularies checked against `spec` (read from `origin`):
+    tokenizers of another run would turn the right ids into the wrong words."""
+    shared = (directory / "shared.json").is_file()
+    tokenizers = [read_tokenizer(file) for file in TokenizerPair._files(directory, shared)]
+    pair = TokenizerPair(tokenizers[0], tokenizers[-1])
+    found = model_spec({}, pair)
+    if any(found[key] != spec.get(key, found[key]) for key in ("src_vocab_size", "tgt_vocab_size", "vocabulary")):
+        raise InputError(f"{directory}: tokenizers of another vocabulary ({found['src_vocab_size']}/"
+                         f"{found['tgt_vocab_size']} tokens) than {origin} describes ({spec['src_vocab_size']}/"
+                         f"{spec['tgt_vocab_size']}); copy the run's own {directory.name}/ again")
+    return pair
+
+
+def read_tokenizer(file: Path):
+    """One Hugging Face tokenizers JSON file; missing, empty, cut short or not a tokenizer is one line naming it."""
+    from tokenizers import Tokenizer
+
+    data = file_bytes(file)
+    try:
+        return Tokenizer.from_str(data.decode("utf-8"))
+    except Exception as error:  # noqa: BLE001 - the tokenizers library raises bare Exceptions (and UTF-8 may fail)
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise InputError(f"{file}: not a tokenizer file, cut short or damaged ({first[:200]}); {RESTORE}") from None
 
 
 def load_safetensors(model: Seq2Seq, path: Path, expected: dict) -> None:
+    from safetensors import SafetensorError
     from safetensors.torch import load_model
 
+    if path.stat().st_size == 0:
+        raise InputError(f"{path}: empty; export the run again (seqbench export)")
     try:
         load_model(model, str(path), strict=True)
+    except SafetensorError as error:
+        raise InputError(f"{path}: not a readable safetensors file, cut short or damaged ({error}); export the run "
+                         f"again (seqbench export)") from None
     except RuntimeError as error:
         raise InputError(f"{path}: weights do not fit the model described by {MODEL_FILE} "
                          f"({describe_spec(expected)}): {str(error).strip().splitlines()[0]}") from error
