@@ -46,6 +46,15 @@ def test_the_runs_own_setting_scores_its_own_validation_bleu(trained_run, tmp_pa
     assert "| beam | length penalty |" in (tmp_path / "decoding.md").read_text()
 
 
+def test_a_terminal_gets_a_bar_over_the_decoding_passes(trained_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("seqbench.common.progress.enabled", lambda: True)  # as on a terminal
+    status, _, err = seqbench_cli(["tune-decoding", str(trained_run), "--out", str(tmp_path), "--beams", "1", "2",
+                                   "--length-penalties", "0", "1"], capsys)
+    assert status == 0, err
+    passes = len(json.loads((tmp_path / "decoding.json").read_text())["settings"])  # one run: a pass per setting
+    assert passes == 4 and "decoding valid" in err and "4/4 passes" in err
+
+
 def test_tuning_on_the_test_split_is_refused(trained_run, tmp_path, capsys):
     status, _, err = seqbench_cli(["tune-decoding", str(trained_run), "--out", str(tmp_path), "--split", "test"],
                                   capsys)

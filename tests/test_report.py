@@ -474,3 +474,15 @@ def test_runs_of_one_model_at_different_budgets_are_compared_by_budget_not_as_se
     assert status == 0, err
     table = (tmp_path / "out" / "budget.md").read_text()
     assert "| 1,200 updates: test BLEU |" in table and "| 2,400 updates: test BLEU |" in table
+
+
+def test_a_terminal_gets_bars_over_the_bootstraps_and_figures_and_a_log_none(multirun, tmp_path, capsys,
+                                                                            monkeypatch):
+    write_report([multirun], tmp_path / "quiet", n_samples=20)
+    assert capsys.readouterr().err == ""  # stderr is not a terminal here: no bar, no control characters
+    monkeypatch.setattr("seqbench.common.progress.enabled", lambda: True)  # as on a terminal
+    write_report([multirun], tmp_path / "out", n_samples=20)
+    err = capsys.readouterr().err
+    figures = len(list((tmp_path / "out").glob("*.png")))  # no length-distance maps for this corpus
+    assert "paired bootstrap" in err and "9/9 pairs of runs" in err  # 3 model pairs x 3 seed-matched runs
+    assert "figures" in err and f"{figures}/{figures} figures" in err

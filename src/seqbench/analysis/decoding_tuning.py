@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from seqbench.common.errors import InputError
+from seqbench.common.progress import progress_bar
 from seqbench.decoding.search import NORMALIZATIONS
 from seqbench.decoding.translator import SearchDecoder, Translator
 from seqbench.models.interface import family_of
@@ -55,13 +56,16 @@ def tune_decoding(run_dirs: list[str | Path], settings: list[dict], split: str =
                              f"validation writes them)")
         texts.append((sources, references))
     scores = [[] for _ in settings]
-    for path, (sources, references) in zip(run_dirs, texts):
-        loaded = load_run(path, checkpoint)
-        limit = family_of(loaded.spec["model"]).position_limit(loaded.spec["model"])
-        decoder = SearchDecoder(loaded.model)
-        for setting, row in zip(settings, scores):
-            translator = Translator(decoder, loaded.tokenizers, replace(loaded.decoding, **setting), limit)
-            row.append(corpus_bleu(translator.translate(sources, max_tokens), references)[0])
+    # one step per decoding pass of a run's split (on a terminal only: seqbench.common.progress)
+    with progress_bar(f"decoding {split}", total=len(run_dirs) * len(settings), unit="passes") as advance:
+        for path, (sources, references) in zip(run_dirs, texts):
+            loaded = load_run(path, checkpoint)
+            limit = family_of(loaded.spec["model"]).position_limit(loaded.spec["model"])
+            decoder = SearchDecoder(loaded.model)
+            for setting, row in zip(settings, scores):
+                translator = Translator(decoder, loaded.tokenizers, replace(loaded.decoding, **setting), limit)
+                row.append(corpus_bleu(translator.translate(sources, max_tokens), references)[0])
+                advance(1)
     rows = [{**setting, "bleu": row, "mean": sum(row) / len(row)} for setting, row in zip(settings, scores)]
     chosen = min(rows, key=_choice_key)
     return {"split": split, "runs": [str(p) for p in run_dirs], "settings": rows, "chosen": chosen, "rule": RULE}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Callable
 
 from seqbench.analysis.seeds import compare_seeds, spread, with_holm
 from seqbench.common.nested import get_path
@@ -49,11 +50,18 @@ def _pairs(a: list[Run], b: list[Run]) -> list[tuple[Run, Run]]:
     return pairs + list(zip(rest_a, rest_b))
 
 
-def significance(groups: dict[str, list[Run]], split: str = "test", n_samples: int = 1000) -> dict:
+def paired_runs(groups: dict[str, list[Run]]) -> int:
+    """How many pairs of runs `significance` looks at (its progress steps)."""
+    return sum(len(_pairs(groups[a], groups[b])) for a, b in combinations(groups, 2))
+
+
+def significance(groups: dict[str, list[Run]], split: str = "test", n_samples: int = 1000,
+                 advance: Callable[[int], None] = lambda n: None) -> dict:
     """Paired bootstrap resampling (sacreBLEU) between every two models, on each seed-matched pair of runs.
 
     Returns {(label_a, label_b): [{"seeds": (seed_a, seed_b), "p_value", "bleu_a", "bleu_b"}, ...]} for pairs
-    whose runs decoded the same references; the first label is the better one in the groups' order.
+    whose runs decoded the same references; the first label is the better one in the groups' order. `advance(1)`
+    is called after each pair of runs (`paired_runs` of them).
     """
     out = {}
     for label_a, label_b in combinations(groups, 2):
@@ -61,11 +69,12 @@ def significance(groups: dict[str, list[Run]], split: str = "test", n_samples: i
         for run_a, run_b in _pairs(groups[label_a], groups[label_b]):
             hyp_a, hyp_b = run_a.lines("hypotheses", split), run_b.lines("hypotheses", split)
             references = run_a.lines("references", split)
-            if None in (hyp_a, hyp_b, references) or references != run_b.lines("references", split):
-                continue  # no files, or different test sets: nothing to pair
-            result = paired_bootstrap(hyp_a, hyp_b, references, n_samples)
-            tests.append({"seeds": (run_a.seed, run_b.seed), "p_value": result["p_value"],
-                          "bleu_a": result["baseline_bleu"], "bleu_b": result["bleu"]})
+            if None not in (hyp_a, hyp_b, references) and references == run_b.lines("references", split):
+                result = paired_bootstrap(hyp_a, hyp_b, references, n_samples)
+                tests.append({"seeds": (run_a.seed, run_b.seed), "p_value": result["p_value"],
+                              "bleu_a": result["baseline_bleu"], "bleu_b": result["bleu"]})
+            # else no files, or different test sets: nothing to pair
+            advance(1)
         if tests:
             out[(label_a, label_b)] = tests
     return out

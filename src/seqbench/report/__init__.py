@@ -28,12 +28,14 @@ from seqbench.analysis.runs import check_one_budget_per_model, external_run, gro
 from seqbench.analysis.summary import (
     bucket_significance,
     length_distance_cells,
+    paired_runs,
     present_breakdowns,
     seed_significance,
     significance,
     summary_rows,
 )
 from seqbench.common.errors import InputError
+from seqbench.common.progress import progress_bar
 from seqbench.report.markdown import (
     markdown_bucket_tests,
     markdown_by_bucket,
@@ -97,11 +99,16 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     out.mkdir(parents=True, exist_ok=True)
     groups = group_by_label(runs, split)
     check_one_budget_per_model(groups)
+    # The long steps, each pair of runs' bootstrap and each figure, with a bar on a terminal (seqbench.common.progress)
+    with progress_bar("paired bootstrap", total=paired_runs(groups), unit="pairs of runs") as advance:
+        tests = significance(groups, split, n_samples, advance)
     breakdowns = present_breakdowns(groups, split)
     figures = _figures(groups, split, breakdowns, targets)
-    for name, fig in figures.items():
-        fig.savefig(out / f"{name}.png", dpi=120)
-    lines = [*_overview(runs, groups, split, n_samples, out), *_breakdown_sections(groups, split, breakdowns),
+    with progress_bar("figures", total=len(figures), unit="figures") as advance:
+        for name, fig in figures.items():
+            fig.savefig(out / f"{name}.png", dpi=120)
+            advance(1)
+    lines = [*_overview(runs, groups, split, tests, n_samples, out), *_breakdown_sections(groups, split, breakdowns),
              *_length_distance_sections(groups, split, out), *_training_sections(groups, targets, figures),
              *_run_tables(groups, load_runs(paths, completed=False), split, out)]
     path = out / "report.md"
@@ -118,10 +125,10 @@ def _figures(groups, split: str, breakdowns, targets) -> dict:
             **dict(attention_figures(groups))}
 
 
-def _overview(runs, groups, split: str, n_samples: int, out: Path) -> list[str]:
-    """The title, the summary table with its tests, the warnings about the runs, and every pair's significance."""
+def _overview(runs, groups, split: str, tests: dict, n_samples: int, out: Path) -> list[str]:
+    """The title, the summary table with its tests (`tests`: seqbench.analysis.summary.significance's), the warnings
+    about the runs, and every pair's significance."""
     rows = summary_rows(groups, split)
-    tests = significance(groups, split, n_samples)
     seed_tests = seed_significance(groups, split)
     best = rows[0]["label"]
     signature = next((r.results[split].get("bleu_signature") for r in runs if split in r.results), "—")
