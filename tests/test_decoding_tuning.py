@@ -44,6 +44,7 @@ def test_the_runs_own_setting_scores_its_own_validation_bleu(trained_run, tmp_pa
     assert result["chosen"] == min(result["settings"], key=decoding_tuning._choice_key)
     assert out.splitlines()[0] == " ".join(decoding_tuning.overrides(result["chosen"]))
     assert "| beam | length penalty |" in (tmp_path / "decoding.md").read_text()
+    assert result["runs"] == [f"RUNS/{trained_run.name}"], "a run outside the working directory: no machine's folder"
 
 
 def test_a_terminal_gets_a_bar_over_the_decoding_passes(trained_run, tmp_path, capsys, monkeypatch):

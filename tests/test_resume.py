@@ -185,7 +185,7 @@ def test_sigterm_mid_epoch_exits_nonzero_and_a_fresh_process_resumes_exactly(tmp
                                                    f"hydra.run.dir={run_dir} to resume")
     record = read_results(run_dir)
     assert record["status"] == "interrupted" and record["phase"] == "training" and record["step"] == 10
-    assert record["resume_checkpoint"] == str(RunDir(run_dir).last_checkpoint)
+    assert record["resume_checkpoint"] == "checkpoints/last.ckpt" and record["run_dir"] == "."  # relative to it
     saved = torch.load(RunDir(run_dir).last_checkpoint, map_location="cpu", weights_only=True)
     state = next(v for k, v in saved["callbacks"].items() if k.startswith("ResumeState"))
     assert saved["global_step"] == 10 and state["batches_done"] > 0 and not state["epoch_finished"], "cut mid-epoch"

@@ -196,7 +196,7 @@ def test_hyperband_stops_trials_behind_the_others(tmp_path, monkeypatch):
     stopped = [t for t in trials if t["state"] == "stopped"]
     assert stopped, [t["state"] for t in trials]
     for trial in stopped:
-        assert not (Path(trial["run_dir"]) / "results.json").exists(), "a stopped trial was killed before the end"
+        assert not (sweep_dir / trial["run_dir"] / "results.json").exists(), "a stopped trial was killed before the end"
         assert trial["metric"] == trial["intermediate"][-1] and len(trial["intermediate"]) < 4
 
 
@@ -239,7 +239,7 @@ def test_parallel_trials_run_at_once_with_a_share_of_the_cores_and_cover_the_gri
     assert sorted(t["params"]["x"] for t in summary["trials"]) == [1, 2, 3, 4]  # every point once
     assert [t["number"] for t in summary["trials"]] == [0, 1, 2, 3]
     for trial in summary["trials"]:
-        results = json.loads((Path(trial["run_dir"]) / "results.json").read_text())
+        results = json.loads((sweep_dir / trial["run_dir"] / "results.json").read_text())
         assert results["threads"] == "2" and results["saw_another"], trial
     assert "2 trial(s) at a time, 2 thread(s) each" in (sweep_dir / "summary.md").read_text()
 
@@ -429,10 +429,13 @@ def test_local_sweep_end_to_end_with_report(tmp_path, capsys):
     for heads in (1, 2):
         trial = by_heads[heads]
         assert trial["state"] == "complete", trial
-        results = read_results(trial["run_dir"])
+        results = read_results(tmp_path / "sweep" / trial["run_dir"])
         assert trial["metric"] == results["valid"]["bleu"] and results["model"]["config"]["n_heads"] == heads
-        assert Path(trial["run_dir"]).parent == tmp_path / "sweep" / "trials"
-        assert trial["command"][1:3] == [sys.executable, "train.py"]
+        # recorded without this machine's folders: relative to the sweep directory, the interpreter as `python`
+        assert trial["run_dir"] == f"trials/{trial['number']:03d}"
+        assert trial["command"][1:3] == ["python", "train.py"] and str(tmp_path) not in " ".join(trial["command"])
+        assert trial["command"][-1] == f"hydra.run.dir=OUT/trials/{trial['number']:03d}"
+        assert str(tmp_path) not in (tmp_path / "sweep" / trial["run_dir"] / "results.json").read_text()
     with open(tmp_path / "sweep" / "summary.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [r["state"] for r in rows].count("complete") == 2 and "val/bleu" in rows[0]

@@ -24,6 +24,7 @@ import torch
 
 from seqbench.commands.cli import ArgumentParser
 from seqbench.common.io import atomic_write_text
+from seqbench.common.portable import shown
 from seqbench.config.compose import compose
 from seqbench.measure import peaks
 from seqbench.measure.bench import MAX_ROUNDS, ROUNDS, run_bench
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     result = run_bench(setting, args.families, presets, args.warmup, args.steps, device, cache_dir,
                        log=lambda message: print(message, file=sys.stderr, flush=True), fairseq=args.fairseq,
                        rounds=args.rounds, bf16=args.bf16, max_rounds=args.max_rounds)
-    result = {"command": "seqbench bench " + " ".join(sys.argv[1:] if argv is None else argv),
+    result = {"command": recorded_command(sys.argv[1:] if argv is None else argv),
               "tiny": args.tiny, "wall_time_s": time.perf_counter() - started, **result}
     table = markdown(result)
     atomic_write_text(out / "bench.json", json.dumps(result, indent=2, default=str) + "\n")
@@ -150,3 +151,21 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     print(f"\nresults: {out}/ (bench.json, bench.md)")
     return 0
+
+
+def recorded_command(argv: list[str]) -> str:
+    """The command as bench.json keeps it (and the Speed tables print it): fairseq's environment as VENV and the
+    output folder relative to the working directory, else OUT, so a record names no folder of this machine."""
+    shown_as = {"--fairseq": lambda value: "VENV", "--out": lambda value: shown(value, "OUT")}
+    words, pending = [], None
+    for arg in argv:
+        option, equals, value = arg.partition("=")
+        if pending is not None:
+            words.append(pending(arg))
+            pending = None
+        elif option in shown_as and equals:
+            words.append(f"{option}={shown_as[option](value)}")
+        else:
+            words.append(arg)
+            pending = shown_as.get(arg)
+    return " ".join(["seqbench", "bench", *words])

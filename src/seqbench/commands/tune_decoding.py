@@ -10,6 +10,7 @@ from seqbench.analysis import decoding_tuning
 from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
+from seqbench.common.portable import shown
 from seqbench.decoding.search import NORMALIZATIONS
 
 
@@ -38,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     settings = decoding_tuning.grid(args.beams, args.length_penalties, args.normalizations)
     result = decoding_tuning.tune_decoding(args.runs, settings, args.split)
+    # the runs as the record names them: relative to the working directory, else RUNS/<name> (no machine's folders)
+    result["runs"] = [shown(path, f"RUNS/{path.resolve().name}") for path in args.runs]
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out / "decoding.json", json.dumps(result, indent=2) + "\n")
     atomic_write_text(args.out / "decoding.md", decoding_tuning.markdown(result))

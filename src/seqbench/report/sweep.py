@@ -46,9 +46,12 @@ def load_sweep(sweep_dir: str | Path) -> tuple[dict, list[dict]]:
 
 
 def trial_dir(sweep_dir: str | Path, trial: dict) -> Path:
-    """A trial's run directory: where the sweep ran it, or under the sweep directory's trials/ when the sweep was
-    moved since (e.g. its results copied into the repository)."""
+    """A trial's run directory: recorded relative to the sweep directory; a summary written before records named no
+    machine's folders holds an absolute path, where the sweep ran it, or under the sweep directory's trials/ when the
+    sweep was moved since (e.g. its results copied into the repository)."""
     recorded = Path(trial["run_dir"])
+    if not recorded.is_absolute():
+        return Path(sweep_dir) / recorded
     return recorded if recorded.is_dir() else Path(sweep_dir) / "trials" / recorded.name
 
 

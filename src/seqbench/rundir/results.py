@@ -63,6 +63,10 @@ Schema version 1 (fields are added, never renamed, without a version bump):
   peak_memory_mb   memory.cuda_max_allocated_mb on GPU, memory.cpu_rss_peak_mb on CPU
   seed, device, versions {python, torch, lightning, sacrebleu, ..., "seqbench_commit": the git commit of the
                    checkout seqbench ran from, "+dirty" when tracked files differ from it, null outside one}, run_dir
+                   (".": the record's own directory)
+
+A record names no folder of the machine that made it (seqbench.common.portable): train.best_checkpoint and
+resume_checkpoint are relative to the run directory, and the config's locations are written `${paths.<key>}`.
 
 Next to it the run writes, for the final validation and test passes, hypotheses.<split>.txt, references.<split>.txt
 and sources.<split>.txt (split: valid, test; one sentence per line, same order) and attention.pt (see
@@ -120,7 +124,7 @@ def source_commit(package: Path | None = None) -> str | None:
 
 def completed_record(*, label: str, model: dict, parameters: int, data: dict, scores: dict, throughput: dict,
                      measurements: dict, train: dict, curve: list[dict], wall_time_s: float, seed: int, device: str,
-                     threads: int, run_dir: Path, config: dict) -> dict:
+                     threads: int, config: dict) -> dict:
     """The record of a completed run, in the schema above. `model`: {"name", "class", "config", "param_budget"};
     `scores`: {"valid": ..., "test": ...}; `measurements`: {"memory", "decoding"?, "flops"?}."""
     memory = measurements["memory"]
@@ -129,7 +133,7 @@ def completed_record(*, label: str, model: dict, parameters: int, data: dict, sc
             "peak_memory_mb": memory["cpu_rss_peak_mb"] if memory["cuda_max_allocated_mb"] is None
             else memory["cuda_max_allocated_mb"],
             "seed": seed, "device": device, "threads": threads, "versions": library_versions(),
-            "run_dir": str(Path(run_dir).resolve()), "config": config}
+            "run_dir": ".", "config": config}
 
 
 # results.json paths -> the names loggers show them under (the final row of every logger, W&B's run summary)

@@ -41,6 +41,7 @@ import yaml
 from seqbench.analysis.seeds import spread
 from seqbench.analysis.tuning import expected_best
 from seqbench.common.errors import ConfigError
+from seqbench.common.portable import recorded_command, relative
 from seqbench.rundir.layout import RunDir
 from seqbench.rundir.results import read_results
 from seqbench.sweep import space
@@ -239,10 +240,12 @@ def run_job(config: dict, params: dict, job: Job, sweep_dir: Path, env: dict[str
     run_dir = job.run_dir(sweep_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     args = [sys.executable, str(config["program"]), *job_overrides(config, params, job), f"hydra.run.dir={run_dir}"]
-    (run_dir / "command.txt").write_text(" ".join(args) + "\n", encoding="utf-8")
+    # records name no folder of this machine (seqbench.common.portable)
+    (run_dir / "command.txt").write_text(" ".join(recorded_command(args, sweep_dir)) + "\n", encoding="utf-8")
     started = time.perf_counter()
     returncode = run_process(args, run_dir, env, stopping, name=job.key)
-    record = Record(job.key, "failed", None, None, round(time.perf_counter() - started, 1), str(run_dir))
+    record = Record(job.key, "failed", None, None, round(time.perf_counter() - started, 1),
+                    relative(run_dir, sweep_dir))
     results = read_results(run_dir) if RunDir(run_dir).results.is_file() else {}
     if returncode == 0 and results.get("status") == "completed":
         record.state, record.metric = "complete", results["valid"]["bleu"]

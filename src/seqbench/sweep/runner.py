@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from seqbench.common.portable import recorded_command, relative
 from seqbench.rundir.layout import RunDir
 from seqbench.rundir.reader import Run
 from seqbench.rundir.results import read_results
@@ -119,7 +120,8 @@ def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, 
     run_dir = (sweep_dir / "trials" / f"{number:03d}").resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
     args = spec.command(config, params, run_dir / "args.json") + [f"hydra.run.dir={run_dir}"]
-    (run_dir / "command.txt").write_text(" ".join(args) + "\n", encoding="utf-8")
+    shown = recorded_command(args, sweep_dir)  # records name no folder of this machine (seqbench.common.portable)
+    (run_dir / "command.txt").write_text(" ".join(shown) + "\n", encoding="utf-8")
     print(f"trial {number}: {' '.join(f'{k}={v}' for k, v in searched.items())}", flush=True)
 
     started = time.perf_counter()
@@ -136,7 +138,8 @@ def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, 
     returncode = run_process(args, run_dir, env, stopping, pruned, f"trial {number}")
     stopped = returncode is None
     record = Trial(number=number, state="complete", params=searched, metric=None, intermediate=reported,
-                   seconds=round(time.perf_counter() - started, 1), run_dir=str(run_dir), command=args)
+                   seconds=round(time.perf_counter() - started, 1), run_dir=relative(run_dir, sweep_dir),
+                   command=shown)
     results_path = RunDir(run_dir).results
     if stopped:
         record.state, record.metric = "stopped", reported[-1]

@@ -17,6 +17,7 @@ from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from omegaconf import DictConfig, OmegaConf
 
 from seqbench.common.errors import DiskFullError, InputError, disk_full, one_line
+from seqbench.common.portable import located, relative
 from seqbench.config.against_data import check_against_data
 from seqbench.config.checks import validate
 from seqbench.config.environment import check_checkpoint_file
@@ -148,7 +149,7 @@ def _locked_run(cfg: DictConfig, run_dir: Path, started: float) -> dict:
 
 
 def _completed_before(cfg: DictConfig, run_dir: Path) -> dict | None:
-    """The record of this run directory when it completed before with this config (locations aside, `_located`): a
+    """The record of this run directory when it completed before with this config (locations aside, `located`): a
     multirun launched again to finish its remaining jobs neither retrains, re-evaluates nor re-measures (and so
     overwrites) the finished ones, also where its committed records were restored into another directory.
     A run stopped by its wall-clock guard did not get its budget and resumes; any changed setting (a longer budget,
@@ -160,32 +161,16 @@ def _completed_before(cfg: DictConfig, run_dir: Path) -> dict | None:
     except InputError:  # another schema version or an unreadable record: the run decides afresh
         return None
     config = json.loads(json.dumps(OmegaConf.to_container(cfg, resolve=True), default=str))  # as results.json has it
-    if recorded.get("status") != "completed" or _located(recorded.get("config")) != _located(config) \
+    if recorded.get("status") != "completed" or located(recorded.get("config")) != located(config) \
             or (recorded.get("train") or {}).get("stopped_by") == "max_time":
         return None
     return recorded
 
 
-def _located(config):
-    """`config` with its own absolute locations (the paths group: run, log and cache directories) written as
-    `${paths.<key>}` wherever they occur, so a finished run copied to another directory or machine (the committed
-    records of a multirun, restored to resume it there) still compares equal to the config it was recorded with."""
-    if not isinstance(config, dict):
-        return config
-    paths = sorted(((key, value) for key, value in (config.get("paths") or {}).items()
-                    if isinstance(value, str) and Path(value).is_absolute()), key=lambda item: -len(item[1]))
-
-    def written(node):
-        if isinstance(node, dict):
-            return {key: written(value) for key, value in node.items()}
-        if isinstance(node, list):
-            return [written(value) for value in node]
-        if isinstance(node, str):
-            for key, value in paths:
-                node = node.replace(value, f"${{paths.{key}}}")
-        return node
-
-    return written(config)
+def _recorded_config(cfg: DictConfig) -> dict:
+    """The resolved config as records keep it: its locations written `${paths.<key>}` (seqbench.common.portable), so
+    a record names no folder of the machine that made it."""
+    return located(OmegaConf.to_container(cfg, resolve=True))
 
 
 def _record_stop(cfg: DictConfig, run_dir: Path, status: str, error: BaseException, progress: dict,
@@ -204,8 +189,8 @@ def _record_stop(cfg: DictConfig, run_dir: Path, status: str, error: BaseExcepti
     last = RunDir(run_dir).last_checkpoint
     try:
         write_status(run_dir, status, error, phase=phase, step=trainer.global_step if trainer is not None else None,
-                     resume_checkpoint=str(last) if last.is_file() else None, label=cfg.compare.label, seed=cfg.seed,
-                     run_dir=str(run_dir.resolve()), config=OmegaConf.to_container(cfg, resolve=True))
+                     resume_checkpoint=relative(last, run_dir) if last.is_file() else None, label=cfg.compare.label,
+                     seed=cfg.seed, run_dir=".", config=_recorded_config(cfg))
     except DiskFullError:
         pass  # the run's own error line names the full disk
 
@@ -255,16 +240,17 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
                "param_budget": cfg.compare.param_budget},
         throughput=recorders.throughput.summary(trainer.world_size), measurements=measurements,
         train={"wall_time_s": fit_seconds, "steps": trainer.global_step, "epochs": _epochs_trained(trainer),
-               "max_steps": trainer.max_steps, "stopped_by": stopped_by, "best_checkpoint": best},
+               "max_steps": trainer.max_steps, "stopped_by": stopped_by,
+               "best_checkpoint": None if best is None else relative(best, run_dir)},
         curve=recorders.curve.points, wall_time_s=time.perf_counter() - started, seed=cfg.seed,
         device=torch.cuda.get_device_name(device) if device.type == "cuda" else str(device),
-        threads=torch.get_num_threads(), run_dir=run_dir, config=OmegaConf.to_container(cfg, resolve=True))
+        threads=torch.get_num_threads(), config=_recorded_config(cfg))
     _log_summary(trainer, results)
     guard.phase = "writing results"
     if trainer.is_global_zero:
         write_results(results, run_dir)
         log_run_summary(trainer.loggers, results, run_dir, trainer.global_step)
-        _print_summary(results)
+        _print_summary(results, run_dir)
     return results
 
 
@@ -308,7 +294,7 @@ def _save_run_files(cfg: DictConfig, trainer, run_dir: Path, spec: dict, tokeniz
     """What translation needs besides the weights, and the whole config to every logger."""
     if trainer.is_global_zero:  # the run directory stands on its own: translate needs no cache or network
         save_run_files(run_dir, spec, OmegaConf.to_container(cfg.module.decoding), tokenizers,
-                       OmegaConf.to_yaml(cfg, resolve=True))
+                       OmegaConf.to_yaml(OmegaConf.create(_recorded_config(cfg))))
     for logger in trainer.loggers:  # the whole resolved config: W&B's config panel, the CSV logger's hparams.yaml
         logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
         logger.save()
@@ -370,7 +356,7 @@ def _epochs_trained(trainer) -> float | None:
     return trainer.global_step * trainer.accumulate_grad_batches / batches
 
 
-def _print_summary(results: dict) -> None:
+def _print_summary(results: dict, run_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -392,4 +378,4 @@ def _print_summary(results: dict) -> None:
     table.add_row("peak memory", f"{results['peak_memory_mb']:,.0f} MB")
     table.add_row("wall time", f"{results['wall_time_s']:.0f} s")
     Console(width=max(100, int(os.environ.get("COLUMNS", 100)))).print(table)
-    print(f"run directory: {results['run_dir']}", flush=True)  # outside the table: a long path is never cut
+    print(f"run directory: {run_dir.resolve()}", flush=True)  # outside the table: a long path is never cut
