@@ -61,9 +61,10 @@ def run_command(main: Callable[[Sequence[str] | None], int | None], argv: Sequen
         os.environ[_FULL_ERROR] = "1"  # Hydra re-raises composition errors to us instead of printing them
     try:
         status = main(argv)
-    except KeyboardInterrupt:
-        print("error: interrupted by SIGINT", file=sys.stderr)
-        return 128 + signal.SIGINT
+    except KeyboardInterrupt as stop:  # Ctrl-C, or a SIGTERM that the sweep runner raises as one (with its signum)
+        signum = getattr(stop, "signum", signal.SIGINT)
+        print(f"error: interrupted by {signal.Signals(signum).name}", file=sys.stderr)
+        return 128 + signum
     except Exception as error:  # noqa: BLE001 - only the user's own mistakes become one line; the rest re-raises
         before_task = _composing
         composition_done()
