@@ -205,8 +205,9 @@ def test_ctrl_c_while_translate_reads_stdin_exits_130_without_a_traceback(traine
         ready, _, _ = select.select([proc.stdout], [], [], 240)
         assert ready, "no translation came back"
         first = proc.stdout.readline()
-        proc.send_signal(signal.SIGINT)  # while it waits for the next line
-        rest, err = proc.communicate(timeout=120)
+        proc.send_signal(signal.SIGINT)  # while it waits for the next line, stdin open as a terminal keeps it
+        proc.wait(timeout=120)
+        rest, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == 130, err[-3000:]

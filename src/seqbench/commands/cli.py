@@ -53,18 +53,26 @@ def run_command(main: Callable[[Sequence[str] | None], int | None], argv: Sequen
                 hydra: bool = False) -> int:
     """Runs `main(argv)`; returns its exit status (None counts as 0), or 2 after one line for the user's mistake.
     `hydra`: the command composes a Hydra config (train), whose errors before its task function are Hydra's."""
-    global _composing
     if os.environ.get(_FULL_ERROR) == "1":  # the user asked for full traces: nothing to intercept
         return int(main(argv) or 0)
+    try:
+        return _run_reporting(main, argv, hydra)
+    except KeyboardInterrupt as stop:  # Ctrl-C, or a SIGTERM that the sweep runner raises as one (with its signum)
+        signum = getattr(stop, "signum", signal.SIGINT)
+        print(f"error: interrupted by {signal.Signals(signum).name}", file=sys.stderr)
+        return 128 + signum
+
+
+def _run_reporting(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] | None,
+                   hydra: bool) -> int:
+    """run_command's work, whose KeyboardInterrupt run_command catches wherever it is raised: a signal that arrives
+    as the command ends (its stdin closed at the same moment) is raised at the next Python call, here or below."""
+    global _composing
     _composing = hydra
     if hydra:
         os.environ[_FULL_ERROR] = "1"  # Hydra re-raises composition errors to us instead of printing them
     try:
         status = main(argv)
-    except KeyboardInterrupt as stop:  # Ctrl-C, or a SIGTERM that the sweep runner raises as one (with its signum)
-        signum = getattr(stop, "signum", signal.SIGINT)
-        print(f"error: interrupted by {signal.Signals(signum).name}", file=sys.stderr)
-        return 128 + signum
     except Exception as error:  # noqa: BLE001 - only the user's own mistakes become one line; the rest re-raises
         before_task = _composing
         composition_done()
