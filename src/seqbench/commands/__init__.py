@@ -18,7 +18,7 @@ COMMANDS = {
     "sweep": ("sweep", "run a W&B sweep file's trials locally, or a successive-halving recipe search"),
     "tune-decoding": ("tune_decoding", "choose a model's beam size and length penalty on validation"),
     "report": ("report", "compare finished runs: tables, significance, plots"),
-    "data": ("data", "describe a corpus as a run would see it (data describe data=bible ...)"),
+    "data": ("data", "prepare a corpus once for every process, describe it, or generate a WMT-sized one"),
 }
 
 

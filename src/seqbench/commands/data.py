@@ -1,16 +1,21 @@
-"""Describe a corpus as a training run would see it:
+"""Prepare, describe or generate a corpus:
 
-    seqbench data describe data=bible data.corpus.pair=en-fr
+    seqbench data prepare data=files data.corpus.train=... (the Hydra overrides of a training run)
+    seqbench data describe data=bible data.corpus.pair=en-fr [--json]
+    seqbench data generate OUT --pairs 4500000
 
-Composes conf/train.yaml with the given Hydra overrides, builds the data module (the cached corpus, the length
-filters, the BPE tokenizers: built and cached if missing) and prints what seqbench.data.describe reports: pairs per
-split, length histograms in words by bucket (1-10, ..., 61+) for source and target, and vocabulary sizes. `--json`
-prints the same as JSON.
+prepare builds what a training run would build on first use (the cached corpus, the BPE tokenizers, the prepared
+store every process maps) and prints the store's size; do it once before a multi-GPU or cluster run. describe prints
+what seqbench.data.describe reports: pairs per split, length histograms in words by bucket (1-10, ..., 61+) for source
+and target, and vocabulary sizes. generate writes a WMT-sized synthetic TSV corpus (train/valid/test.tsv) for the
+data-path benchmark (seqbench.data.wmt_like): `data=files data.corpus.format=tsv data.corpus.train=OUT/train.tsv ...`.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import time
+from pathlib import Path
 
 from seqbench.commands.cli import ArgumentParser
 from seqbench.config.compose import compose
@@ -53,27 +58,68 @@ def print_report(report: dict) -> None:
                   f"{' (shared)' if vocab['bpe']['shared'] else ''}")
 
 
+def print_store(summary: dict) -> None:
+    splits = ", ".join(f"{split} {entry['pairs']:,} pairs ({entry['tokens']['src']:,} + {entry['tokens']['tgt']:,} "
+                       f"tokens)" for split, entry in summary["splits"].items())
+    print(f"corpus {summary['corpus']}: prepared store {summary['store']} in the cache "
+          f"({summary['seconds']:.1f} s): {splits}; {summary['bytes'] / 2**20:,.1f} MiB, "
+          f"{summary['bytes_per_token']} bytes per token ({summary['ids_type']} ids)")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command's arguments (one convention for every command: the tests parse the documented commands)."""
     parser = ArgumentParser(prog="seqbench data", description=__doc__.split("\n\n")[0])
-    parser.add_argument("action", choices=["describe"], help="describe: sizes, length histograms, vocabularies")
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. data=bible data.corpus.pair=en-fr")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    return parser.parse_intermixed_args(argv)  # --json anywhere among the overrides
+    parser.add_argument("action", choices=["prepare", "describe", "generate"],
+                        help="prepare: build the cached corpus, tokenizers and prepared store now; describe: sizes, "
+                             "length histograms, vocabularies; generate: a WMT-sized synthetic TSV corpus")
+    parser.add_argument("overrides", nargs="*", help="prepare, describe: Hydra overrides, e.g. data=bible "
+                                                     "data.corpus.pair=en-fr; generate: the output folder")
+    parser.add_argument("--json", action="store_true", help="prepare, describe: print the report as JSON")
+    parser.add_argument("--pairs", type=int, help="generate: training pairs (WMT14 en-de: 4500000)")
+    parser.add_argument("--eval-pairs", type=int, default=3000, help="generate: pairs of valid and of test")
+    parser.add_argument("--vocab", type=int, default=30_000, help="generate: word types per side")
+    parser.add_argument("--seed", type=int, default=0, help="generate: the corpus's seed")
+    args = parser.parse_intermixed_args(argv)  # --json anywhere among the overrides
+    if args.action == "generate":
+        if len(args.overrides) != 1 or args.pairs is None:
+            parser.error("generate takes one output folder and --pairs N")
+        if min(args.pairs, args.eval_pairs, args.vocab) < 1:
+            parser.error("--pairs, --eval-pairs and --vocab must be positive")
+        args.out = Path(args.overrides[0])
+    elif args.pairs is not None:
+        parser.error(f"--pairs is an option of generate, not of {args.action}")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    as_json, overrides = args.json, args.overrides
+    if args.action == "generate":
+        from seqbench.common.progress import progress_bar
+        from seqbench.data.wmt_like import generate
+
+        total = args.pairs + 2 * args.eval_pairs
+        with progress_bar("generating", total=total, unit="pairs") as advance:
+            paths = generate(args.out, args.pairs, args.eval_pairs, args.vocab, args.seed, advance)
+        print(" ".join(f"data.corpus.{split}={path}" for split, path in paths.items()))
+        return 0
 
     from hydra.utils import instantiate
 
-    from seqbench.data.describe import describe
+    from seqbench.data.describe import describe, prepare
 
-    report = describe(instantiate(compose(overrides).data))
-    if as_json:
+    datamodule = instantiate(compose(args.overrides).data)
+    if args.action == "prepare":
+        start = time.perf_counter()
+        report = prepare(datamodule)
+        report["seconds"] = time.perf_counter() - start
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            print_store(report)
+        return 0
+    report = describe(datamodule)
+    if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         print_report(report)
     return 0
-

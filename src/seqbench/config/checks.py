@@ -163,6 +163,7 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "data.max_tgt_len": integer(1, none=True),
     "data.num_workers": integer(0),
     "data.shared_vocab": boolean(),
+    "data.tokenizer_sample": integer(1, none=True),
     "data.seed": integer(0, UINT32_MAX),
     # decoding and measurements
     "module.val_bleu": boolean(),

@@ -18,6 +18,12 @@ def describe(datamodule: Seq2SeqDataModule) -> dict:
             "vocabulary": _vocabulary(datamodule)}
 
 
+def prepare(datamodule: Seq2SeqDataModule) -> dict:
+    """Builds (or finds) the data module's cached corpus, tokenizers and prepared store; the store's summary."""
+    datamodule.prepare_data()
+    return {"corpus": datamodule.corpus.name, **datamodule.store.summary()}
+
+
 def _split(datamodule: Seq2SeqDataModule, split: str) -> dict:
     encoded = datamodule.encoded[split]
     entry = {"pairs": len(encoded), "before_length_filters": datamodule.raw_sizes[split],

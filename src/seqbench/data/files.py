@@ -35,6 +35,16 @@ def _require_text(path: Path, number: int, text: str, what: str, aligned: bool =
     return text
 
 
+def _file_sha1(path: Path) -> bytes:
+    """The file's SHA-1, read a MiB at a time: every process names the corpus at every start, and a WMT-sized file
+    read whole would cost each of them its size in memory."""
+    sha = hashlib.sha1()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            sha.update(chunk)
+    return sha.digest()
+
+
 class FileCorpus:
     def __init__(self, format: str = "tsv", src_lang: str = "src", tgt_lang: str = "tgt", train=None, valid=None,
                  test=None):
@@ -80,7 +90,7 @@ class FileCorpus:
             for split, files in self._validate_options().items():
                 for path in files:
                     digest.update(f"{split}:{path.name}:".encode())
-                    digest.update(hashlib.sha1(path.read_bytes()).digest())
+                    digest.update(_file_sha1(path))
             self._digest = digest.hexdigest()[:12]
         return f"files-{self.format}-{self.src_lang}-{self.tgt_lang}-{self._digest}"
 

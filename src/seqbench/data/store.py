@@ -139,11 +139,14 @@ class Store:
             raise ValueError(f"store format {self.meta.get('format')}, expected {FORMAT}")
         self.splits = {split: StoreSplit(self.directory, split, self.meta) for split in self.meta["splits"]}
 
-    def nbytes(self) -> int:
-        return sum(p.stat().st_size for p in self.directory.iterdir())
-
-    def tokens(self) -> int:
-        return sum(entry["tokens"][side] for entry in self.meta["splits"].values() for side in SIDES)
+    def summary(self) -> dict:
+        """Pairs and tokens per split, the id type, and the store's size on disk (bytes, and per token)."""
+        size = sum(p.stat().st_size for p in self.directory.iterdir())
+        tokens = sum(entry["tokens"][side] for entry in self.meta["splits"].values() for side in SIDES)
+        return {"store": self.directory.name, "ids_type": self.meta["ids_type"],
+                "splits": {split: {"pairs": entry["pairs"], "tokens": entry["tokens"]}
+                           for split, entry in self.meta["splits"].items()},
+                "bytes": size, "tokens": tokens, "bytes_per_token": round(size / max(1, tokens), 3)}
 
 
 def open_or_build(parent: Path, identity: Identity, dataset, kept: Callable[[str], np.ndarray],
@@ -157,6 +160,8 @@ def open_or_build(parent: Path, identity: Identity, dataset, kept: Callable[[str
             if stale.is_dir() and stale.name != directory.name:
                 log.info("removing the prepared store %s: built from another corpus version or tokenizer", stale.name)
                 remove(stale)
+        for leftover in parent.glob(f".{directory.name}.tmp*"):  # of a killed process; built under this lock only
+            remove(leftover)
         write(directory, dataset, kept, tokenizers, identity)
 
     return cached(directory, lambda: Store(directory), build, "prepared store")

@@ -1,0 +1,244 @@
+"""The prepared store (seqbench.data.store): tokenised once, mapped by every process, rebuilt when what it was built
+from changes, never read half-written; batches planned from its length arrays exactly as the list-based planner did."""
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+import random
+
+import numpy as np
+import pytest
+from datasets import Dataset, DatasetDict
+
+from seqbench.commands.data import main
+from seqbench.data import store as store_module
+from seqbench.data.batching import TokenBudgetBatchSampler, plan_batches, token_budget_batches
+from seqbench.data.datamodule import Seq2SeqDataModule
+from seqbench.data.store import id_type
+
+from conftest import seqbench_cli
+
+
+class PairCorpus:
+    """Seeded random pairs over a small vocabulary, held in memory (no cache files)."""
+
+    def __init__(self, train: int = 300, seed: int = 0, name: str = "pair-corpus"):
+        rng = random.Random(seed)
+        words = [f"w{i}" for i in range(60)]
+
+        def pairs(n):
+            src = [" ".join(rng.choices(words, k=rng.randint(1, 12))) for _ in range(n)]
+            return {"src": src, "tgt": [" ".join(reversed(s.split())) for s in src], "n": list(range(n))}
+
+        self.name, self.splits = name, {"train": pairs(train), "valid": pairs(20), "test": pairs(30)}
+
+    def load(self, cache_dir) -> DatasetDict:
+        return DatasetDict({split: Dataset.from_dict(columns) for split, columns in self.splits.items()})
+
+
+def _prepared(tmp_path, corpus=None, **options) -> Seq2SeqDataModule:
+    datamodule = Seq2SeqDataModule(corpus or PairCorpus(), str(tmp_path), vocab_size=80, **options)
+    datamodule.prepare_data()
+    return datamodule
+
+
+def _old_token_budget_batches(src_lens, tgt_lens, max_tokens, max_sentences=None, seed=0):
+    """The list-based planner as it was before the store (commit 68d3496): the plans must not change."""
+    order = list(range(len(src_lens)))
+    random.Random(seed).shuffle(order)
+    order.sort(key=lambda i: (src_lens[i], tgt_lens[i]))
+    batches, current, longest = [], [], 0
+    for i in order:
+        length = max(src_lens[i], tgt_lens[i])
+        new_longest = max(longest, length)
+        full = max_sentences is not None and len(current) >= max_sentences
+        if current and (new_longest * (len(current) + 1) > max_tokens or full):
+            batches.append(current)
+            current, new_longest = [], length
+        current.append(i)
+        longest = new_longest
+    if current:
+        batches.append(current)
+    return batches
+
+
+def test_the_plan_from_length_arrays_is_the_list_planners_plan():
+    rng = random.Random(0)
+    for _ in range(60):
+        n = rng.randint(0, 1500)
+        src, tgt = [rng.randint(1, 40) for _ in range(n)], [rng.randint(1, 40) for _ in range(n)]
+        options = dict(max_tokens=rng.choice([40, 100, 400]), max_sentences=rng.choice([None, 1, 7]),
+                       seed=rng.randint(0, 50))
+        expected = _old_token_budget_batches(src, tgt, **options)
+        assert token_budget_batches(src, tgt, **options) == expected
+        planned = plan_batches(np.array(src, dtype=np.uint16), np.array(tgt, dtype=np.uint16), **options)
+        assert planned.tolist() == expected
+
+
+def test_store_round_trip_equals_the_tokenizers_output(tmp_path):
+    corpus = PairCorpus()
+    datamodule = _prepared(tmp_path, corpus, max_src_len=10)
+    tokenizers = datamodule.tokenizers
+    for split, columns in corpus.splits.items():
+        data = datamodule.encoded[split]
+        kept = [i for i, s in enumerate(columns["src"]) if len(s.split()) <= 10]
+        assert np.asarray(data.rows).tolist() == kept and len(data) == len(kept)
+        src = tokenizers.encode_src([columns["src"][i] for i in kept])
+        tgt = tokenizers.encode_tgt([columns["tgt"][i] for i in kept])
+        assert [data[i][1:] for i in range(len(data))] == list(zip(src, tgt))
+        assert data.src_lengths.tolist() == [len(s) for s in src]
+        assert data.tgt_lengths.tolist() == [len(t) for t in tgt]
+        assert data.src.ids.dtype == id_type(80) == np.uint16
+    assert datamodule.text["test"]["src"] == [corpus.splits["test"]["src"][i] for i in np.asarray(
+        datamodule.encoded["test"].rows)]
+    assert datamodule.columns["test"]["n"] == np.asarray(datamodule.encoded["test"].rows).tolist()
+    assert datamodule.filter_counts["train"] == 300 - len(datamodule.encoded["train"]) > 0
+
+
+def test_ids_get_the_narrowest_type():
+    assert id_type(65_536) == np.uint16 and id_type(65_537) == np.uint32
+
+
+def test_the_training_split_is_not_held_in_memory(tmp_path):
+    datamodule = _prepared(tmp_path)
+    assert "train" not in datamodule.text and isinstance(datamodule.encoded["train"].src.ids, np.memmap)
+    assert list(datamodule.sentences("train", "src")) == datamodule.corpus.splits["train"]["src"]
+
+
+def test_a_pickled_split_maps_its_files_again_instead_of_copying_them(tmp_path):
+    split = _prepared(tmp_path).encoded["train"]
+    payload = pickle.dumps(split)
+    assert len(payload) < 2_000 < split.src.ids.nbytes  # what a DataLoader worker started by spawn receives
+    again = pickle.loads(payload)
+    assert [again[i] for i in range(len(again))] == [split[i] for i in range(len(split))]
+
+
+def test_a_killed_preparation_is_not_reused(tmp_path, monkeypatch):
+    real = store_module._write_split
+    calls = []
+
+    def killed(directory, split, *args, **kwargs):
+        calls.append(split)
+        if split == "valid":  # train written, valid half done
+            (directory / "valid.src.ids.bin").write_bytes(b"\0\0")
+            raise RuntimeError("killed")
+        return real(directory, split, *args, **kwargs)
+
+    monkeypatch.setattr(store_module, "_write_split", killed)
+    with pytest.raises(RuntimeError, match="killed"):
+        _prepared(tmp_path)
+    assert not [p for p in tmp_path.rglob("*store-*") if p.suffix != ".lock"]  # nothing but the lock file
+    monkeypatch.setattr(store_module, "_write_split", real)
+    datamodule = _prepared(tmp_path)
+    assert len(datamodule.encoded["valid"]) == 20
+
+
+def test_the_leftovers_of_a_killed_process_are_removed_and_never_read(tmp_path):
+    datamodule = _prepared(tmp_path)
+    directory = datamodule.store.directory
+    leftover = directory.with_name(f".{directory.name}.tmp999999")  # SIGKILL mid-write: no cleanup ran
+    leftover.mkdir()
+    (leftover / "train.src.ids.bin").write_bytes(b"\1\2")
+    store_module.remove(directory)
+    again = _prepared(tmp_path)
+    assert not leftover.exists() and again.store.directory == directory
+
+
+def test_a_truncated_store_is_rebuilt_not_read(tmp_path, caplog):
+    datamodule = _prepared(tmp_path)
+    expected = [datamodule.encoded["train"][i] for i in range(10)]
+    ids = datamodule.store.directory / "train.tgt.ids.bin"
+    ids.write_bytes(ids.read_bytes()[:10])
+    with caplog.at_level(logging.WARNING):
+        again = _prepared(tmp_path)
+    assert "prepared store" in caplog.text and "rebuilding" in caplog.text
+    assert [again.encoded["train"][i] for i in range(10)] == expected
+
+
+def test_a_store_of_another_tokenizer_or_corpus_version_is_rebuilt(tmp_path):
+    first = _prepared(tmp_path)
+    first_store = first.store.directory
+    # another corpus version under the same name: other text, so other ids
+    changed = PairCorpus(seed=1)
+    second = _prepared(tmp_path, changed)
+    assert second.store.directory != first_store and not first_store.exists()
+    src = second.tokenizers.encode_src(changed.splits["valid"]["src"][:3])
+    assert [second.encoded["valid"][i][1] for i in range(3)] == src
+    # another tokenizer in the tokenizer's place (sealed: its cache entry is intact, but its vocabulary differs)
+    from seqbench.data.cache import seal
+    from seqbench.data.tokenizer import train_bpe
+
+    path = second.tokenizers.directory / "src.json"
+    train_bpe(["q r s t"] * 10, 80).save(str(path))
+    seal(path)
+    third = _prepared(tmp_path, changed)
+    assert third.store.directory != second.store.directory
+    assert third.encoded["valid"][0][1] == third.tokenizers.encode_src(changed.splits["valid"]["src"][:1])[0]
+
+
+def test_the_tokenizer_learns_from_a_seeded_sample_above_tokenizer_sample(tmp_path, monkeypatch):
+    seen = []
+    real = store_module.TokenizerPair.load_or_train.__func__
+
+    def spy(cls, directory, texts, *args, **kwargs):
+        def recorded():
+            src, tgt = texts()
+            src = list(src)
+            seen.append(src)
+            return src, tgt
+        return real(cls, directory, recorded, *args, **kwargs)
+
+    monkeypatch.setattr(store_module.TokenizerPair, "load_or_train", classmethod(spy))
+    corpus = PairCorpus()
+    sampled = _prepared(tmp_path / "a", corpus, tokenizer_sample=50)
+    assert len(seen[0]) == 50 and set(seen[0]) <= set(corpus.splits["train"]["src"])
+    assert sampled.tokenizers.directory.name.endswith("-sample50")
+    _prepared(tmp_path / "b", corpus, tokenizer_sample=50, seed=7)  # another run seed: the same sample
+    assert seen[-1] == seen[0]
+    _prepared(tmp_path / "c", corpus, tokenizer_sample=1000)  # more than the corpus: all of it, as before
+    assert seen[-1] == corpus.splits["train"]["src"]
+
+
+def test_ranks_see_every_training_pair_once_per_epoch(tmp_path, monkeypatch):
+    datamodule = _prepared(tmp_path, PairCorpus(train=333), max_tokens=60)
+    for world in (2, 3):
+        seen = []
+        shares = []
+        for rank in range(world):
+            sampler = datamodule.train_dataloader().batch_sampler
+            monkeypatch.setattr(sampler, "_rank_and_world", lambda r=rank, w=world: (r, w))
+            sampler.set_epoch(4)
+            shares.append(list(sampler))
+            seen += [i for batch in shares[-1] for i in batch]
+        assert sorted(seen) == list(range(len(datamodule.encoded["train"])))  # each pair once, none dropped
+        assert len({len(share) for share in shares}) == 1  # DDP needs as many batches on every rank
+
+
+def test_a_single_rank_keeps_its_batches_whole():
+    sampler = TokenBudgetBatchSampler([[0, 1, 2], [3, 4], [5]], shuffle=True, seed=0)
+    assert sorted(map(sorted, sampler)) == [[0, 1, 2], [3, 4], [5]]
+
+
+def test_data_prepare_and_generate_commands(tmp_path, capsys):
+    assert main(["generate", str(tmp_path / "corpus"), "--pairs", "400", "--eval-pairs", "30", "--vocab", "500"]) == 0
+    lines = (tmp_path / "corpus" / "train.tsv").read_text().splitlines()
+    assert len(lines) == 400 and all(5 <= len(line.split("\t")[0].split()) <= 60 for line in lines)
+    assert all(len(line.split("\t")) == 2 for line in lines)
+    overrides = capsys.readouterr().out.split()
+    assert overrides[0] == f"data.corpus.train={tmp_path / 'corpus' / 'train.tsv'}"
+    args = ["prepare", "data=files", "data.corpus.format=tsv", *overrides, "data.vocab_size=300",
+            f"paths.cache_dir={tmp_path / 'cache'}", "--json"]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["splits"]["train"]["pairs"] == 400 and report["ids_type"] == "uint16"
+    assert report["bytes"] == sum(p.stat().st_size for p in (tmp_path / "cache").rglob("store-*/*"))
+    assert 2 <= report["bytes_per_token"] < 4
+    assert main(args[:-1]) == 0 and "prepared store" in capsys.readouterr().out
+
+
+def test_data_command_argument_errors_are_one_line(tmp_path, capsys):
+    for argv in (["data", "generate", str(tmp_path)], ["data", "generate", str(tmp_path), "--pairs", "0"],
+                 ["data", "prepare", "--pairs", "3"]):
+        status, _, err = seqbench_cli(argv, capsys)
+        assert status == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: "), argv
