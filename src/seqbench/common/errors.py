@@ -171,8 +171,8 @@ def one_line(error: BaseException, before_task: bool = False) -> str | None:
     if cause is not None:  # Lightning refused a setting the config checks do not know
         return f"Lightning: {_squash(str(cause))}"
     if isinstance(error, OSError) and error.filename and before_task and error.errno == errno.EEXIST:
-        return (f"hydra.run.dir: {error.filename} is a file where the run's folder should be; choose another "
-                f"hydra.run.dir, or move the file")
+        return (f"hydra.run.dir={error.filename}: {error.filename} is a file, not a directory; choose another "
+                f"hydra.run.dir (hydra.sweep.dir in a multirun)")
     if isinstance(error, OSError) and error.filename and error.errno in PATH_ERRNOS:
         if before_task:  # Hydra creating the run directory
             return (f"hydra.run.dir={error.filename}: cannot be written ({error.strerror}); "
