@@ -133,26 +133,28 @@ def atomic_torch_save(obj, path: str | Path) -> Path:
 def read_lines(path: str | Path, empty_ok: bool = False) -> list[str]:
     """The file's lines, decoded as strict UTF-8 (a leading BOM and CR line ends are accepted); a missing file,
     invalid UTF-8 or an empty file (unless `empty_ok`) is an InputError naming the file (and line)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: file not found")
-    data = path.read_bytes()
-    if data.startswith(UTF8_BOM):
-        data = data[3:]
-    raw_lines = data.split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()  # the newline that ends the last line
-    lines = []
-    for number, raw in enumerate(raw_lines, start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InputError(f"{path}:{number}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column "
-                             f"{error.start + 1}); re-encode the file as UTF-8") from None
-        lines.append(line[:-1] if line.endswith("\r") else line)
+    lines = list(file_lines(path))
     if not lines and not empty_ok:
         raise InputError(f"{path}: the file is empty")
     return lines
+
+
+def file_lines(path: str | Path) -> Iterator[str]:
+    """`read_lines` a line at a time, for files too large to hold (a WMT-sized corpus): the same splitting, decoding
+    and errors, except that an empty file yields nothing."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: file not found")
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):  # binary files split on b"\n" only
+            if number == 1 and raw.startswith(UTF8_BOM):
+                raw = raw[3:]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise InputError(f"{path}:{number}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column "
+                                 f"{error.start + 1}); re-encode the file as UTF-8") from None
+            yield line.removesuffix("\n").removesuffix("\r")
 
 
 def stream_lines(stream: BinaryIO, name: str = "stdin") -> Iterator[str]:

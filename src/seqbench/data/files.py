@@ -14,13 +14,15 @@ a name that includes a digest of the files' bytes, so an edited file is re-read 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from pathlib import Path
+from typing import Iterator
 
-from datasets import Dataset, DatasetDict, load_from_disk
+from datasets import Dataset, DatasetDict, concatenate_datasets, load_from_disk
 
 from seqbench.common.errors import InputError
-from seqbench.common.io import read_lines
+from seqbench.common.io import file_lines
 from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
 
@@ -101,31 +103,27 @@ class FileCorpus:
         def build() -> None:
             files = self._validate_options()
             parse = {"tsv": self._parse_tsv, "jsonl": self._parse_jsonl, "text": self._parse_text}[self.format]
-            dataset = DatasetDict({split: Dataset.from_dict(dict(zip(("src", "tgt"), parse(files[split]))))
-                                   for split in SPLITS})
+            dataset = DatasetDict({split: _dataset(parse(files[split])) for split in SPLITS})
             path.parent.mkdir(parents=True, exist_ok=True)
             save_atomically(dataset, path)
 
         return cached(path, lambda: load_from_disk(str(path)), build, "dataset")
 
-    def _parse_tsv(self, files: list[Path]) -> tuple[list[str], list[str]]:
+    def _parse_tsv(self, files: list[Path]) -> Iterator[tuple[str, str]]:
         (path,) = files
-        src, tgt = [], []
-        for number, line in enumerate(read_lines(path), start=1):
+        for number, line in _numbered(path):
             if not line.strip():
                 _require_text(path, number, line, "line")
             fields = line.split("\t")
             if len(fields) != 2:
                 raise InputError(f"{path}:{number}: expected 2 tab-separated columns (source<TAB>target), "
                                  f"found {len(fields)}")
-            src.append(_require_text(path, number, fields[0], "source field"))
-            tgt.append(_require_text(path, number, fields[1], "target field"))
-        return src, tgt
+            yield _require_text(path, number, fields[0], "source field"), _require_text(path, number, fields[1],
+                                                                                         "target field")
 
-    def _parse_jsonl(self, files: list[Path]) -> tuple[list[str], list[str]]:
+    def _parse_jsonl(self, files: list[Path]) -> Iterator[tuple[str, str]]:
         (path,) = files
-        src, tgt = [], []
-        for number, line in enumerate(read_lines(path), start=1):
+        for number, line in _numbered(path):
             if not line.strip():
                 _require_text(path, number, line, "line")
             try:
@@ -136,22 +134,40 @@ class FileCorpus:
             if not isinstance(pair, dict):
                 raise InputError(f"{path}:{number}: expected an object {{\"translation\": {{\"{self.src_lang}\": ..., "
                                  f"\"{self.tgt_lang}\": ...}}}}")
-            for lang, out in ((self.src_lang, src), (self.tgt_lang, tgt)):
+            texts = []
+            for lang in (self.src_lang, self.tgt_lang):
                 text = pair.get(lang)
                 if not isinstance(text, str):
                     found = ", ".join(map(str, pair)) or "none"
                     raise InputError(f"{path}:{number}: translation.{lang} is "
                                      f"{'missing' if text is None else 'not a string'} (languages: {found})")
-                out.append(_require_text(path, number, text, f"translation.{lang}"))
-        return src, tgt
+                texts.append(_require_text(path, number, text, f"translation.{lang}"))
+            yield texts[0], texts[1]
 
-    def _parse_text(self, files: list[Path]) -> tuple[list[str], list[str]]:
+    def _parse_text(self, files: list[Path]) -> Iterator[tuple[str, str]]:
         src_path, tgt_path = files
-        src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)
-        if len(src_lines) != len(tgt_lines):
-            raise InputError(f"{src_path} has {len(src_lines)} lines but {tgt_path} has {len(tgt_lines)} "
-                             f"(first unpaired line: {min(len(src_lines), len(tgt_lines)) + 1}); aligned files need "
-                             "one sentence per line, line by line")
-        src = [_require_text(src_path, n, line, "line", aligned=True) for n, line in enumerate(src_lines, start=1)]
-        tgt = [_require_text(tgt_path, n, line, "line", aligned=True) for n, line in enumerate(tgt_lines, start=1)]
-        return src, tgt
+        for (number, src), (_, tgt) in itertools.zip_longest(_numbered(src_path), _numbered(tgt_path),
+                                                               fillvalue=(0, None)):
+            if src is None or tgt is None:
+                counts = [sum(1 for _ in file_lines(path)) for path in files]
+                raise InputError(f"{src_path} has {counts[0]} lines but {tgt_path} has {counts[1]} (first unpaired "
+                                 f"line: {min(counts) + 1}); aligned files need one sentence per line, line by line")
+            yield (_require_text(src_path, number, src, "line", aligned=True),
+                   _require_text(tgt_path, number, tgt, "line", aligned=True))
+
+
+def _numbered(path: Path) -> Iterator[tuple[int, str]]:
+    """The file's lines, numbered from 1, read a line at a time; an empty file is an InputError."""
+    number = 0
+    for number, line in enumerate(file_lines(path), start=1):
+        yield number, line
+    if not number:
+        raise InputError(f"{path}: the file is empty")
+
+
+def _dataset(pairs: Iterator[tuple[str, str]], chunk: int = 100_000) -> Dataset:
+    """An Arrow dataset of (src, tgt) pairs built a chunk at a time: a WMT-sized file is never held as Python lists."""
+    parts = []
+    while batch := list(itertools.islice(pairs, chunk)):
+        parts.append(Dataset.from_dict({"src": [s for s, _ in batch], "tgt": [t for _, t in batch]}))
+    return concatenate_datasets(parts)
