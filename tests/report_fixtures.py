@@ -1,4 +1,4 @@
-"""Synthetic run directories for the report tests and the notebook test: results.json (schema 1), test-set text
+"""Synthetic run directories for the report tests: results.json (schema 1), test-set text
 files, a CSV log and attention maps, written the way seqbench.training.run writes them, without training anything."""
 from __future__ import annotations
 

@@ -1,26 +1,66 @@
-"""notebooks/compare.ipynb runs end to end (nbclient) on synthetic run directories and shows every plot."""
+"""The notebooks run end to end (nbclient): on the committed records under docs/results/ by default, where they
+reproduce the outputs they are committed with (tables and figures from the records, none typed), and on any run
+directory (`RUNS`, which SEQBENCH_RUNS overrides)."""
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
-from report_fixtures import make_multirun
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+FIGURES = {"rnn_vs_attention.ipynb": 2, "families.ipynb": 2}  # the figures each draws
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "compare.ipynb"
+
+def execute(notebook):
+    notebook = copy.deepcopy(notebook)
+    NotebookClient(notebook, timeout=180, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()  # Jupyter starts in notebooks/
+    return notebook
 
 
-def test_compare_notebook_executes(tmp_path, monkeypatch):
-    runs = make_multirun(tmp_path / "multirun", seeds=(1, 2))
-    monkeypatch.setenv("SEQBENCH_RUNS", str(runs))  # the kernel inherits the environment
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(notebook, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
-    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
-    images = [o for o in outputs if "image/png" in o.get("data", {})]
-    # BLEU by length, learning curves, throughput, and 2 attention examples for each of 2 models with attention
-    assert len(images) == 3 + 4
-    markdown = "".join(o["data"].get("text/markdown", "") for o in outputs if "data" in o)
-    assert "p vs transformer" in markdown and "61+" in markdown
+def outputs(notebook) -> list:
+    return [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
+
+
+def images(notebook) -> int:
+    return sum("image/png" in output.get("data", {}) for output in outputs(notebook))
+
+
+def texts(notebook) -> list[str]:
+    """What the notebook prints and the tables it shows (figures aside: their bytes depend on matplotlib's build)."""
+    return [output.get("text") or output["data"].get("text/markdown", "") for output in outputs(notebook)
+            if output.output_type == "stream" or "text/markdown" in output.get("data", {})]
+
+
+def test_every_notebook_is_tested():
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted(FIGURES)
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_a_notebook_reproduces_its_committed_outputs_from_the_committed_records(name, monkeypatch):
+    monkeypatch.delenv("SEQBENCH_RUNS", raising=False)
+    committed = nbformat.read(NOTEBOOKS / name, as_version=4)
+    assert images(committed) == FIGURES[name], "committed with its figures rendered"
+    executed = execute(committed)
+    assert not [o for o in outputs(executed) if o.output_type == "error"]
+    assert images(executed) == FIGURES[name]
+    assert texts(executed) == texts(committed), f"re-run notebooks/{name} and commit it with its outputs"
+    assert any("| model | seeds |" in text for text in texts(executed))
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_a_notebook_reads_any_run_directory(name, trained_run, monkeypatch):
+    """RUNS set to another run directory (here the session's tiny trained run, through SEQBENCH_RUNS): its tables
+    and figures, not the committed records'."""
+    from seqbench.rundir.results import read_results
+
+    monkeypatch.setenv("SEQBENCH_RUNS", str(trained_run))  # the kernel inherits the environment
+    executed = execute(nbformat.read(NOTEBOOKS / name, as_version=4))
+    assert not [o for o in outputs(executed) if o.output_type == "error"]
+    assert images(executed) == FIGURES[name]
+    shown = "".join(texts(executed))
+    assert f"1 run(s) of 1 model(s): {read_results(trained_run)['label']}" in shown
+    assert str(trained_run) in shown and "docs/results" not in shown

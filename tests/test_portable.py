@@ -1,5 +1,6 @@
 """Records and documents name no folder of the machine that made them (seqbench.common.portable): a run's results.json
-and config.yaml, the commands sweeps and the bench record, and every committed file under docs/ and README.md."""
+and config.yaml, the commands sweeps and the bench record, and every committed file under docs/ and notebooks/ and
+README.md."""
 from __future__ import annotations
 
 import re
@@ -16,7 +17,8 @@ MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:home|root|work|tmp|Users|var/folders
 
 
 def committed_texts() -> list[Path]:
-    files = [ROOT / "README.md", *(p for p in (ROOT / "docs").rglob("*") if p.is_file())]
+    files = [ROOT / "README.md", *(p for folder in ("docs", "notebooks") for p in (ROOT / folder).rglob("*")
+                                   if p.is_file() and ".ipynb_checkpoints" not in p.parts)]
     return [p for p in files if p.suffix not in {".png", ".pt", ".ckpt", ".safetensors", ".pdf", ".svg"}]
 
 

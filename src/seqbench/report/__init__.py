@@ -3,10 +3,10 @@
 Run directories (or multirun directories: results.json files are found recursively) are grouped by their label
 (`compare.label`; runs sharing one are seeds of one model). The report is a markdown table of means ± 95% confidence
 intervals over seeds with two significance tests (over seeds, Holm-corrected; per seed-matched pair of runs), BLEU by
-source length, and PNG plots; notebooks/compare.ipynb shows the same through the same functions. Everything is read from
-the run directories: results.json (learning curves included; runs recorded before it had them fall back to
-csv/metrics.csv), {hypotheses,references,sources}.test.txt and attention.pt. Other toolkits' outputs join as extra rows
-(`--external NAME=HYP_FILE`), scored against the first run's references and sources
+source length, and PNG plots; the notebooks (notebooks/*.ipynb) show the same through the same functions.
+Everything is read from the run directories: results.json (learning curves included; runs recorded before it had
+them fall back to csv/metrics.csv), {hypotheses,references,sources}.test.txt and attention.pt. Other toolkits'
+outputs join as extra rows (`--external NAME=HYP_FILE`), scored against the first run's references and sources
 (seqbench.analysis.runs.external_run).
 """
 from __future__ import annotations
