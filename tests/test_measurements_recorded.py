@@ -50,6 +50,7 @@ def test_results_record_every_measurement(multirun):
             assert sum(b["sentences"] for b in buckets) == results[split]["n_sentences"]
         tput = results["throughput"]
         assert tput["steps_per_s"] > 0 and tput["tokens_seen"] > 0 and tput["mean_src_tokens"] > 0
+        assert tput["first_update_s"] > 0  # from the process's start (pytest's here: no upper bound to check)
         # training FLOPs summed per batch at its own mean lengths: near the whole run's mean-length estimate, and
         # the last validation (at the last update) saw them all
         assert tput["train_flops"] == pytest.approx(

@@ -19,7 +19,9 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                    "bleu" (null when empty)}]: corpus BLEU of each source-length bucket (source words,
                    measure.length_buckets), scored on that subset alone; test also holds "greedy" (the same
                    scores of greedy decoding) when module.test_greedy is set and the beam is wider than 1
-  throughput       {"target_tokens_per_s" (non-pad target tokens, fairseq's wps), "src_tgt_tokens_per_s",
+  throughput       {"first_update_s" (seconds from the process's start to the end of its first update: imports,
+                   data preparation or mapping, model building, the first step; rank 0's under DDP),
+                   "target_tokens_per_s" (non-pad target tokens, fairseq's wps), "src_tgt_tokens_per_s",
                     "steps_per_s", "measured_steps", "warmup_steps_excluded"} over the steady state (after warm-up,
                    validation excluded), with "load_average_max" (the highest 1-minute load average read while
                    those steps were timed; above the run's threads, other work shared the CPU); "tokens_seen"

@@ -4,10 +4,12 @@ from __future__ import annotations
 import math
 import os
 import random
+import time
 from pathlib import Path
 
 import lightning as L
 import numpy as np
+import psutil
 import torch
 from lightning.pytorch.callbacks import EMAWeightAveraging, RichModelSummary
 from lightning.pytorch.plugins.io import TorchCheckpointIO
@@ -76,6 +78,7 @@ class TrainThroughput(TrainingState):
         self._mark: float | None = None
         self._step = 0
         self._epoch_seconds, self._epoch_batches = 0.0, 0
+        self.first_update_s: float | None = None  # process start -> end of its first update (startup cost)
 
     def _now(self, pl_module) -> float:
         return clock(pl_module.device)
@@ -104,6 +107,8 @@ class TrainThroughput(TrainingState):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         now = self._now(pl_module)
         seconds, self._mark = now - self._mark, now
+        if self.first_update_s is None:  # what a user waits for: imports, data, model, the first step
+            self.first_update_s = time.time() - psutil.Process().create_time()
         target = int((batch["tgt_out"] != PAD_ID).sum())
         source = int(batch["src_mask"].sum())
         self._step += 1
@@ -144,7 +149,8 @@ class TrainThroughput(TrainingState):
             self._mark = self._now(pl_module)  # the clock restarts after validation
 
     def summary(self, world_size: int) -> dict:
-        out = {"tokens_seen": world_size * self.tokens_seen, "train_seconds": self.train_seconds,
+        out = {"first_update_s": self.first_update_s,
+               "tokens_seen": world_size * self.tokens_seen, "train_seconds": self.train_seconds,
                "train_flops": world_size * self.train_flops,
                "epoch_times_s": self.epoch_times,
                "time_per_epoch_s": sum(self.epoch_times) / len(self.epoch_times) if self.epoch_times else None,
