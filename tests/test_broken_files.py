@@ -72,6 +72,7 @@ DAMAGE = {
     "cut": lambda path: path.write_bytes(path.read_bytes()[:40]),  # a copy that stopped after 40 bytes
     "foreign": lambda path: path.write_text('{"these": "are not the bytes the run wrote"}\n'),
     "other_vocabulary": lambda path: path.write_bytes((path.parent / "src.json").read_bytes()),
+    "notes": lambda path: path.write_text("here are my notes, saved over the file\n"),
 }
 DAMAGES = ("missing", "empty", "cut", "foreign")
 BROKEN = [
@@ -81,7 +82,7 @@ BROKEN = [
     *(("run", file, damage) for file in ("model.json", "tokenizers/tgt.json") for damage in DAMAGES),
     ("run", "tokenizers/tgt.json", "other_vocabulary"),
     # a missing best checkpoint is looked for where the run was trained (a moved run's), so it is not broken here
-    *(("run", "checkpoints/best-*.ckpt", damage) for damage in ("empty", "cut", "foreign")),
+    *(("run", "checkpoints/best-*.ckpt", damage) for damage in ("empty", "cut", "foreign", "notes")),
 ]
 
 
@@ -96,6 +97,20 @@ def test_a_broken_file_of_a_run_or_an_export_is_one_line_naming_it(kind, file, d
     source.write_text("a sentence to translate\n")
     line = _one_error_line(*seqbench_cli(["translate", str(root), "--input", str(source)], capsys))
     assert broken.name in line or (damage == "other_vocabulary" and broken.parent.name in line), line
+
+
+@pytest.mark.parametrize("damage", ["empty", "cut", "notes"])
+def test_a_damaged_attention_file_is_one_line_naming_it(damage, trained_run, tmp_path):
+    """`seqbench report` draws a run's saved attention maps from attention.pt (seqbench.rundir.reader)."""
+    from seqbench.rundir.layout import RunDir
+    from seqbench.rundir.reader import Run
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    assert Run(run, {}).attention() is not None
+    DAMAGE[damage](RunDir(run).attention)
+    with pytest.raises(InputError, match="attention.pt"):
+        Run(run, {}).attention()
 
 
 def test_a_damaged_overrides_file_is_one_line_and_no_export(trained_run, tmp_path, capsys):

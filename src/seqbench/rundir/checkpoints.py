@@ -18,6 +18,14 @@ from seqbench.rundir.layout import BEST_CHECKPOINTS, RunDir
 from seqbench.rundir.results import read_results
 
 MODULE_PREFIX = "model."  # Seq2SeqModule's state_dict keys are its model's, under this prefix
+# what torch.load raises for a file that is cut short, empty or not its own (a text file: KeyError)
+TORCH_LOAD_ERRORS = (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, KeyError)
+
+
+def unreadable(error: BaseException) -> str:
+    """Why a file could not be read, in a few words: the first line of the error (its type where that says more)."""
+    first = (str(error).strip().splitlines() or [""])[0]
+    return (f"{type(error).__name__} {first}".strip() if isinstance(error, KeyError) or not first else first)[:200]
 
 
 def read_checkpoint(path: str | Path, origin: str | None = None, mmap: bool = False) -> dict:
@@ -31,9 +39,8 @@ def read_checkpoint(path: str | Path, origin: str | None = None, mmap: bool = Fa
         raise InputError(f"{origin}: no such checkpoint file")
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as error:
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise InputError(f"{origin}: not a readable checkpoint ({first_line[:200]})") from None
+    except TORCH_LOAD_ERRORS as error:
+        raise InputError(f"{origin}: not a readable checkpoint ({unreadable(error)})") from None
     if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
         raise InputError(f"{origin}: not a Lightning checkpoint (no state_dict)")
     return checkpoint

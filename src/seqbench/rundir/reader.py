@@ -11,6 +11,7 @@ from typing import Iterable
 from seqbench.common.errors import InputError
 from seqbench.common.io import read_lines
 from seqbench.decoding.attention import load_attention
+from seqbench.rundir.checkpoints import TORCH_LOAD_ERRORS, unreadable
 from seqbench.rundir.layout import RESULTS_FILE, RunDir
 from seqbench.rundir.results import read_results
 
@@ -64,10 +65,19 @@ class Run:
         return self._cache["curve"]
 
     def attention(self) -> dict | None:
+        """The run's saved attention maps; None when it has none. A damaged file is one line naming it."""
         if "attention" not in self._cache:
             path = RunDir(self.path).attention
-            self._cache["attention"] = load_attention(path) if path.is_file() else None
+            self._cache["attention"] = _read_attention(path) if path.is_file() else None
         return self._cache["attention"]
+
+
+def _read_attention(path: Path) -> dict:
+    try:
+        return load_attention(path)
+    except TORCH_LOAD_ERRORS as error:
+        raise InputError(f"{path}: not a readable attention file, cut short or damaged ({unreadable(error)}); delete "
+                         f"it to report the run without its attention maps") from None
 
 
 def _csv_curve(path: Path) -> list[dict]:
