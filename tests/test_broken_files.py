@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import io
+import json
 import os
 import select
 import shutil
@@ -66,6 +67,13 @@ def _one_error_line(status, out, err) -> str:
     return lines[0]
 
 
+def _with_a_later_setting(path: Path) -> None:
+    """model.json as a later seqbench might write it: with a decoding setting this one does not know."""
+    spec = json.loads(path.read_text())
+    spec["decoding"]["temperature"] = 0.7
+    path.write_text(json.dumps(spec))
+
+
 DAMAGE = {
     "missing": lambda path: path.unlink(),
     "empty": lambda path: path.write_bytes(b""),
@@ -73,12 +81,14 @@ DAMAGE = {
     "foreign": lambda path: path.write_text('{"these": "are not the bytes the run wrote"}\n'),
     "other_vocabulary": lambda path: path.write_bytes((path.parent / "src.json").read_bytes()),
     "notes": lambda path: path.write_text("here are my notes, saved over the file\n"),
+    "newer": lambda path: _with_a_later_setting(path),
 }
 DAMAGES = ("missing", "empty", "cut", "foreign")
 BROKEN = [
     *(("export", file, damage) for file in ("model.json", "model.safetensors", "tokenizers/src.json",
                                             "tokenizers/tgt.json") for damage in DAMAGES),
     ("export", "tokenizers/tgt.json", "other_vocabulary"),
+    ("export", "model.json", "newer"),
     *(("run", file, damage) for file in ("model.json", "tokenizers/tgt.json") for damage in DAMAGES),
     ("run", "tokenizers/tgt.json", "other_vocabulary"),
     # a missing best checkpoint is looked for where the run was trained (a moved run's), so it is not broken here
