@@ -151,3 +151,18 @@ def test_a_headline_block_that_disagrees_with_its_records_is_caught():
     block = BLOCK.search(README).group(0)
     typed = block.replace("97.89 ± 2.91", "98.89 ± 2.91") if "97.89 ± 2.91" in block else block.replace("|", "| x", 1)
     assert render(typed, ROOT) != typed
+
+
+def test_the_readmes_figure_is_the_report_of_the_records_its_table_names():
+    """The README's figure is one `seqbench report DIR --out DIR/report` draws (report.md beside it shows it) from the
+    records its headline table is generated from, so figure and table cannot come from different runs;
+    notebooks/families.ipynb draws the same figure from those records (tests/test_notebook.py)."""
+    from seqbench.report.headline import BLOCK
+
+    figures = re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", README)
+    tabled = {d for m in BLOCK.finditer(README) for d in shlex.split(m.group("args")) if not d.startswith("-")}
+    assert figures, "the README shows its headline figure"
+    for figure in figures:
+        path = Path(figure)
+        assert path.parent.name == "report" and path.parent.parent.as_posix() in tabled, figure
+        assert f"]({path.name})" in (ROOT / path.parent / "report.md").read_text(encoding="utf-8"), figure
