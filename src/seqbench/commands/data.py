@@ -3,12 +3,15 @@
     seqbench data prepare data=files data.corpus.train=... (the Hydra overrides of a training run)
     seqbench data describe data=bible data.corpus.pair=en-fr [--json]
     seqbench data generate OUT --pairs 4500000
+    seqbench data benchmark --pairs 50000 4500000 --work WORK --out docs/results/scale/NAME
 
 prepare builds what a training run would build on first use (the cached corpus, the BPE tokenizers, the prepared
 store every process maps) and prints the store's size; do it once before a multi-GPU or cluster run. describe prints
 what seqbench.data.describe reports: pairs per split, length histograms in words by bucket (1-10, ..., 61+) for source
 and target, and vocabulary sizes. generate writes a WMT-sized synthetic TSV corpus (train/valid/test.tsv) for the
 data-path benchmark (seqbench.data.wmt_like): `data=files data.corpus.format=tsv data.corpus.train=OUT/train.tsv ...`.
+benchmark measures, per corpus size, preparing (time, peak memory, store size) and a second start under 2-process
+DDP (time to the first update, each rank's peak memory) into OUT/scale.json (seqbench.measure.scale).
 """
 from __future__ import annotations
 
@@ -69,25 +72,33 @@ def print_store(summary: dict) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command's arguments (one convention for every command: the tests parse the documented commands)."""
     parser = ArgumentParser(prog="seqbench data", description=__doc__.split("\n\n")[0])
-    parser.add_argument("action", choices=["prepare", "describe", "generate"],
+    parser.add_argument("action", choices=["prepare", "describe", "generate", "benchmark"],
                         help="prepare: build the cached corpus, tokenizers and prepared store now; describe: sizes, "
-                             "length histograms, vocabularies; generate: a WMT-sized synthetic TSV corpus")
+                             "length histograms, vocabularies; generate: a WMT-sized synthetic TSV corpus; "
+                             "benchmark: the data path's cost at several corpus sizes")
     parser.add_argument("overrides", nargs="*", help="prepare, describe: Hydra overrides, e.g. data=bible "
                                                      "data.corpus.pair=en-fr; generate: the output folder")
     parser.add_argument("--json", action="store_true", help="prepare, describe: print the report as JSON")
-    parser.add_argument("--pairs", type=int, help="generate: training pairs (WMT14 en-de: 4500000)")
+    parser.add_argument("--pairs", type=int, nargs="+", help="generate: training pairs (WMT14 en-de: 4500000); "
+                                                             "benchmark: one corpus size or more")
+    parser.add_argument("--work", type=Path, help="benchmark: a folder for corpora, cache and runs (large)")
+    parser.add_argument("--out", type=Path, help="benchmark: the record's folder")
     parser.add_argument("--eval-pairs", type=int, default=3000, help="generate: pairs of valid and of test")
     parser.add_argument("--vocab", type=int, default=30_000, help="generate: word types per side")
     parser.add_argument("--seed", type=int, default=0, help="generate: the corpus's seed")
     args = parser.parse_intermixed_args(argv)  # --json anywhere among the overrides
     if args.action == "generate":
-        if len(args.overrides) != 1 or args.pairs is None:
+        if len(args.overrides) != 1 or args.pairs is None or len(args.pairs) != 1:
             parser.error("generate takes one output folder and --pairs N")
-        if min(args.pairs, args.eval_pairs, args.vocab) < 1:
-            parser.error("--pairs, --eval-pairs and --vocab must be positive")
-        args.out = Path(args.overrides[0])
-    elif args.pairs is not None:
-        parser.error(f"--pairs is an option of generate, not of {args.action}")
+        args.out, args.pairs = Path(args.overrides[0]), args.pairs[0]
+    elif args.action == "benchmark":
+        if args.overrides or args.pairs is None or args.work is None or args.out is None:
+            parser.error("benchmark takes --pairs N [N ...] --work WORK --out OUT and no overrides")
+    elif args.pairs is not None or args.work is not None or args.out is not None:
+        parser.error(f"--pairs, --work and --out are options of generate and benchmark, not of {args.action}")
+    if args.pairs is not None and min([*([args.pairs] if isinstance(args.pairs, int) else args.pairs),
+                                       args.eval_pairs, args.vocab]) < 1:
+        parser.error("--pairs, --eval-pairs and --vocab must be positive")
     return args
 
 
@@ -101,6 +112,13 @@ def main(argv: list[str] | None = None) -> int:
         with progress_bar("generating", total=total, unit="pairs") as advance:
             paths = generate(args.out, args.pairs, args.eval_pairs, args.vocab, args.seed, advance)
         print(" ".join(f"data.corpus.{split}={path}" for split, path in paths.items()))
+        return 0
+
+    if args.action == "benchmark":
+        from seqbench.measure.scale import benchmark
+
+        record = benchmark(args.pairs, args.work, args.out)
+        print(json.dumps(record, indent=1))
         return 0
 
     from hydra.utils import instantiate
