@@ -91,8 +91,7 @@ BROKEN = [
     ("export", "model.json", "newer"),
     *(("run", file, damage) for file in ("model.json", "tokenizers/tgt.json") for damage in DAMAGES),
     ("run", "tokenizers/tgt.json", "other_vocabulary"),
-    # a missing best checkpoint is looked for where the run was trained (a moved run's), so it is not broken here
-    *(("run", "checkpoints/best-*.ckpt", damage) for damage in ("empty", "cut", "foreign", "notes")),
+    *(("run", "checkpoints/best-*.ckpt", damage) for damage in (*DAMAGES, "notes")),
 ]
 
 

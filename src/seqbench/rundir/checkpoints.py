@@ -123,6 +123,9 @@ def best_checkpoint(run_dir: Path) -> Path:
                 return path
     if len(candidates) == 1:
         return candidates[0]
+    if recorded:
+        raise InputError(f"{local}: missing, and results.json names it the best checkpoint; copy it back, or pass "
+                         f"--checkpoint last or a .ckpt path")
     found = ", ".join(p.name for p in candidates) or "none"
     raise InputError(f"{run_dir}: cannot tell which checkpoint is the best (best-*.ckpt: {found}); "
                      f"pass --checkpoint last or a .ckpt path")
