@@ -146,21 +146,13 @@ def file_lines(path: str | Path) -> Iterator[str]:
     if not path.is_file():
         raise InputError(f"{path}: file not found")
     with path.open("rb") as f:
-        for number, raw in enumerate(f, start=1):  # binary files split on b"\n" only
-            if number == 1 and raw.startswith(UTF8_BOM):
-                raw = raw[3:]
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise InputError(f"{path}:{number}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column "
-                                 f"{error.start + 1}); re-encode the file as UTF-8") from None
-            yield line.removesuffix("\n").removesuffix("\r")
+        yield from stream_lines(f, str(path))
 
 
 def stream_lines(stream: BinaryIO, name: str = "stdin") -> Iterator[str]:
-    """The lines of a byte stream (stdin), split and decoded as read_lines does a file's, each as soon as it has
-    been read: a terminal or a pipe gets each line's answer before it sends the next. Invalid UTF-8 is an InputError
-    naming its byte offset in the stream."""
+    """The lines of a byte stream (stdin, a file), split on "\n" only and decoded as strict UTF-8, each as soon as it
+    has been read: a terminal or a pipe gets each line's answer before it sends the next. Invalid UTF-8 is an
+    InputError naming the line, the column and the byte offset in the stream."""
     offset = 0
     for number, raw in enumerate(iter(stream.readline, b""), start=1):
         if number == 1 and raw.startswith(UTF8_BOM):
@@ -168,7 +160,7 @@ def stream_lines(stream: BinaryIO, name: str = "stdin") -> Iterator[str]:
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise InputError(f"{name}: invalid UTF-8 at byte offset {offset + error.start} (line {number}, byte "
-                             f"0x{raw[error.start]:02x}); re-encode the input as UTF-8") from None
+            raise InputError(f"{name}:{number}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column "
+                             f"{error.start + 1}, byte offset {offset + error.start}); re-encode it as UTF-8") from None
         offset += len(raw)
         yield line.removesuffix("\n").removesuffix("\r")
