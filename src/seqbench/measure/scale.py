@@ -68,12 +68,16 @@ def run_watched(command: list[str], env: dict | None = None, log: Path | None = 
                 peaks[member.pid] = max(peaks.get(member.pid, 0.0), peak)
                 if member.pid not in ranks:
                     try:
-                        ranks[member.pid] = member.environ().get("LOCAL_RANK", f"child {member.pid}")
+                        ranks[member.pid] = member.environ().get("LOCAL_RANK", "")
                     except psutil.Error:
-                        ranks[member.pid] = f"child {member.pid}"
+                        ranks[member.pid] = ""
         time.sleep(0.1)
+    by_rank: dict[str, float] = {}  # a rank's own helpers (git, lscpu) inherit its LOCAL_RANK: the largest counts
+    for pid, mb in peaks.items():
+        if ranks[pid].isdigit():  # helpers started before the ranks exist are no rank's
+            by_rank[ranks[pid]] = max(by_rank.get(ranks[pid], 0.0), round(mb, 1))
     return {"returncode": process.returncode, "wall_s": round(time.perf_counter() - start, 2),
-            "peak_rss_mb": {ranks[pid]: round(mb, 1) for pid, mb in sorted(peaks.items())}}
+            "peak_rss_mb": dict(sorted(by_rank.items()))}
 
 
 def _load() -> float | None:
