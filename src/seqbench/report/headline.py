@@ -10,7 +10,8 @@ A document holds blocks between `<!-- headline: ARGS -->` and `<!-- /headline --
 directories (one preset's, or several whose models share one table) and options (--target-bleu BLEU, --by-length for
 BLEU by source length), or several directories and --by-budget: the same models trained for different numbers of
 updates, one column per budget (`budget_headline`), or `seqbench bench` records and --bench: their speed ratios, one
-column per record (seqbench.report.bench.speed_headline).
+column per record (seqbench.report.bench.speed_headline), or a `seqbench data benchmark` record and --scale: the data
+path's cost by corpus size (seqbench.report.scale).
 `--headline FILE` rewrites every block of the file from its records, and tests/test_readme.py fails when a block and
 its records disagree.
 """
@@ -35,6 +36,7 @@ from seqbench.report.markdown import (
     markdown_rows,
     seed_test,
 )
+from seqbench.report.scale import scale_headline
 from seqbench.rundir.reader import load_runs
 
 BLOCK = re.compile(r"(<!-- headline: (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /headline -->)", re.S)
@@ -175,7 +177,7 @@ def budget_headline(directories: list[str | Path], shown: list[str] | None = Non
 def _block_args(args: str) -> tuple[list[str], float, set[str]]:
     """A block's directories, target BLEU (--target-bleu, default 80) and its other options: --by-length (BLEU by
     source length), --by-budget (the directories are budgets of the same models), --bench (the directories are
-    `seqbench bench` records)."""
+    `seqbench bench` records), --scale (the directory is a `seqbench data benchmark` record)."""
     words = shlex.split(args)
     target = float(words[words.index("--target-bleu") + 1]) if "--target-bleu" in words else 80.0
     directories = [w for i, w in enumerate(words) if not w.startswith("--")
@@ -189,6 +191,8 @@ def render(text: str, root: Path = Path(".")) -> str:
         directories, target, options = _block_args(match.group("args"))
         if "--bench" in options:
             body = speed_headline([root / d for d in directories], directories)
+        elif "--scale" in options:
+            body = scale_headline(root / directories[0], directories[0])
         elif "--by-budget" in options:
             body = budget_headline([root / d for d in directories], directories)
         else:
