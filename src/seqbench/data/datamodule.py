@@ -16,6 +16,7 @@ from torch.utils.data import DataLoader
 
 from seqbench.common.breakdowns import CorpusScoring
 from seqbench.common.errors import InputError
+from seqbench.common.progress import progress_bar
 from seqbench.common.text import word_count
 from seqbench.data.batching import Batches, TokenBudgetBatchSampler, collate, plan_batches
 from seqbench.data.corpus import SPLITS
@@ -78,9 +79,11 @@ class Seq2SeqDataModule(L.LightningDataModule):
     def _kept_rows(self, dataset, split: str) -> np.ndarray:
         """Rows of a split that pass the filters, read a chunk at a time."""
         kept = []
-        for start, batch in enumerate(dataset[split].select_columns(["src", "tgt"]).iter(batch_size=CHUNK)):
-            kept.append(np.flatnonzero([self._keep(split, s, t) for s, t in zip(batch["src"], batch["tgt"])])
-                        + start * CHUNK)
+        with progress_bar(f"filtering {split}", total=dataset[split].num_rows, unit="pairs") as advance:
+            for start, batch in enumerate(dataset[split].select_columns(["src", "tgt"]).iter(batch_size=CHUNK)):
+                kept.append(np.flatnonzero([self._keep(split, s, t) for s, t in zip(batch["src"], batch["tgt"])])
+                            + start * CHUNK)
+                advance(len(batch["src"]))
         rows = np.concatenate(kept) if kept else np.empty(0, dtype=np.int64)
         if not len(rows):
             raise InputError(f"the {split} split of {self.corpus.name} is empty after filtering: raise "
