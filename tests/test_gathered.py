@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import sacrebleu
+import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
@@ -23,13 +24,19 @@ NO_FOURGRAM = (["Der Hund, \"bellt\" laut!", "It's 3.5 km."], ["Der Hund bellt l
 
 
 def _split_as_two_ranks(indices, hypotheses):
-    """Two metric instances, as two DDP ranks would hold them (uneven, interleaved shares), merged."""
+    """Two metric instances, as two DDP ranks would hold them (uneven, interleaved shares), gathered by torchmetrics'
+    own sync and reduction with a stand-in for the all-gather that hands over the other rank's states."""
     ranks = [GatheredHypotheses(), GatheredHypotheses()]
     for start in range(0, len(indices), 2):  # batches of two, alternately to each rank: uneven shares
         rank = ranks[(start // 2) % 2]
         rank.update(indices[start:start + 2], hypotheses[start:start + 2])
-    ranks[0].merge_state(ranks[1])
-    return ranks[0].compute()
+    others = iter([torch.cat(getattr(ranks[1], name)) for name in ("index", "length", "utf8")])  # add_state order
+
+    def all_gather(tensor, group=None):
+        return [tensor, next(others)]
+
+    with ranks[0].sync_context(dist_sync_fn=all_gather, distributed_available=lambda: True):
+        return GatheredHypotheses.compute(ranks[0])  # compute itself, on the gathered states
 
 
 def _assert_sacrebleu_scores(hypotheses, references):
