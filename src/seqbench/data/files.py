@@ -16,9 +16,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import tempfile
 from pathlib import Path
 from typing import Iterator
 
+import datasets
 from datasets import Dataset, DatasetDict, concatenate_datasets, load_from_disk
 
 from seqbench.common.errors import InputError
@@ -103,9 +105,11 @@ class FileCorpus:
         def build() -> None:
             files = self._validate_options()
             parse = {"tsv": self._parse_tsv, "jsonl": self._parse_jsonl, "text": self._parse_text}[self.format]
-            dataset = DatasetDict({split: _dataset(parse(files[split])) for split in SPLITS})
             path.parent.mkdir(parents=True, exist_ok=True)
-            save_atomically(dataset, path)
+            with tempfile.TemporaryDirectory(dir=path.parent, prefix=".staging-") as staging:
+                dataset = DatasetDict({split: _dataset(parse(files[split]), Path(staging) / split)
+                                       for split in SPLITS})
+                save_atomically(dataset, path)
 
         return cached(path, lambda: load_from_disk(str(path)), build, "dataset")
 
@@ -165,9 +169,18 @@ def _numbered(path: Path) -> Iterator[tuple[int, str]]:
         raise InputError(f"{path}: the file is empty")
 
 
-def _dataset(pairs: Iterator[tuple[str, str]], chunk: int = 100_000) -> Dataset:
-    """An Arrow dataset of (src, tgt) pairs built a chunk at a time: a WMT-sized file is never held as Python lists."""
+def _dataset(pairs: Iterator[tuple[str, str]], staging: Path, chunk: int = 100_000) -> Dataset:
+    """An Arrow dataset of (src, tgt) pairs written a chunk at a time into `staging` and mapped from there: a
+    WMT-sized file is held neither as Python lists nor as one Arrow table in memory."""
     parts = []
-    while batch := list(itertools.islice(pairs, chunk)):
-        parts.append(Dataset.from_dict({"src": [s for s, _ in batch], "tgt": [t for _, t in batch]}))
+    quiet = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()  # one "Saving the dataset" bar per chunk says nothing
+    try:
+        while batch := list(itertools.islice(pairs, chunk)):
+            part = staging / f"{len(parts):05d}"
+            Dataset.from_dict({"src": [s for s, _ in batch], "tgt": [t for _, t in batch]}).save_to_disk(str(part))
+            parts.append(load_from_disk(str(part)))
+    finally:
+        if not quiet:
+            datasets.enable_progress_bars()
     return concatenate_datasets(parts)
