@@ -32,7 +32,7 @@ from conftest import seqbench_cli
 
 @pytest.fixture(scope="module")
 def exported(trained_run, tmp_path_factory) -> Path:
-    from seqbench.commands.export import export
+    from seqbench.rundir.export import export
 
     return export(trained_run, tmp_path_factory.mktemp("export") / "model")
 

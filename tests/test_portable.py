@@ -71,7 +71,7 @@ def test_a_recorded_command_names_python_and_its_output_folder(tmp_path):
 
 
 def test_the_bench_record_names_venv_and_out():
-    from seqbench.commands.bench import recorded_command as bench_command
+    from seqbench.report.bench import recorded_command as bench_command
 
     assert bench_command(["--threads", "2", "--fairseq", "/work/fairseq-venv", "--out", "/work/bench-out/x"]) == \
         "seqbench bench --threads 2 --fairseq VENV --out OUT"

@@ -235,6 +235,23 @@ def test_not_a_run_is_one_line_error(tmp_path, capsys):
     assert average[2].startswith("error: ") and "save_top_k" in average[2] and average[2].count("\n") == 1
 
 
+@pytest.mark.parametrize("options, model_json, message", [
+    (["--beam", "0"], {}, "--beam=0: must be an integer >= 1"),
+    (["--length-penalty", "-1"], {}, "--length-penalty=-1.0: must be a number >= 0"),
+    ([], {"max_len_b": -1}, "module.decoding.max_len_b=-1: must be an integer >= 0"),  # an edited model.json
+    ([], {"min_len": 9, "max_len": 3}, "module.decoding.min_len=9: must not exceed module.decoding.max_len=3"),
+])
+def test_translates_decoding_settings_pass_the_configs_decoding_checks(run_dir, tmp_path, options, model_json,
+                                                                       message, capsys):
+    moved = tmp_path / "run"
+    shutil.copytree(run_dir, moved)
+    spec = json.loads(RunDir(moved).model_file.read_text())
+    spec["decoding"].update(model_json)
+    RunDir(moved).model_file.write_text(json.dumps(spec))
+    status, out, err = seqbench_cli(["translate", str(moved), *options], capsys)
+    assert status == 2 and out == "" and err == f"error: {message}\n"
+
+
 def test_recent_checkpoints_are_off_by_default():
     cfg = compose_train()
     assert cfg.callbacks.recent_checkpoints.save_top_k == 0 and "ema" not in cfg.callbacks

@@ -16,33 +16,20 @@ import json
 import sys
 import time
 import warnings
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 import torch
 
 from seqbench.commands.cli import ArgumentParser
-from seqbench.common.io import atomic_write_text
-from seqbench.common.portable import shown
+from seqbench.config.checks import preset_config
 from seqbench.config.compose import compose
 from seqbench.measure import peaks
 from seqbench.measure.bench import MAX_ROUNDS, ROUNDS, run_bench
 from seqbench.measure.speed import MAX_INTERVAL
-from seqbench.measure.workload import FAMILIES, REFERENCE, TINY
-from seqbench.report.bench import markdown
+from seqbench.measure.workload import FAMILIES, setting
+from seqbench.report.bench import recorded_command, write_bench
 from seqbench.sweep.runner import usable_cores
-
-
-def preset_config(name: str) -> dict:
-    """conf/model/<name>.yaml as Hydra composes it for `python train.py model=<name>`, checked by its family."""
-    from omegaconf import OmegaConf
-
-    from seqbench.config.checks import check_model
-
-    config = OmegaConf.to_container(compose([f"model={name}"]).model, resolve=True)  # Hydra: no such preset
-    check_model(config)
-    return config
 
 
 def parse_args(argv: list[str] | None):
@@ -108,16 +95,15 @@ def parse_args(argv: list[str] | None):
     return args
 
 
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)  # before the peak: it is cached per thread count
     warnings.filterwarnings("ignore", message=".*enable_nested_tensor.*")  # nn.Transformer's note on its fast path
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    setting = TINY if args.tiny else REFERENCE
-    if args.decode_tokens:
-        setting = replace(setting, decode_tokens=args.decode_tokens)
-    if args.vocab_size:
-        setting = replace(setting, vocab_size=args.vocab_size)
     cache_dir = None if args.tiny else compose([]).paths.cache_dir  # the cache every run uses; none for toy shapes
     if args.measure_peak:
         measured = peaks.cached_peaks(device, cache_dir, max(3.0, peaks.MIN_SECONDS), force=args.force)
@@ -128,10 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.gpu_check:
         from seqbench.measure import gpu_check
 
-        check = gpu_check.run_gpu_check(out, args.tiny, log=lambda message: print(message, file=sys.stderr,
-                                                                                  flush=True))
-        atomic_write_text(out / "gpu_check.json", json.dumps(check, indent=2, default=str) + "\n")
-        print(gpu_check.markdown(check))
+        print(gpu_check.markdown(gpu_check.run_gpu_check(out, args.tiny, log=_log)))
         print(f"\nresults: {out}/ (gpu_check.json; the runs in train/ and ddp/)")
         return 0
     presets = {name: preset_config(name) for name in args.preset}  # a bad name fails before any work
@@ -140,32 +123,11 @@ def main(argv: list[str] | None = None) -> int:
 
         check_installed(args.fairseq)
     started = time.perf_counter()
-    result = run_bench(setting, args.families, presets, args.warmup, args.steps, device, cache_dir,
-                       log=lambda message: print(message, file=sys.stderr, flush=True), fairseq=args.fairseq,
-                       rounds=args.rounds, bf16=args.bf16, max_rounds=args.max_rounds)
+    result = run_bench(setting(args.tiny, args.decode_tokens, args.vocab_size), args.families, presets, args.warmup,
+                       args.steps, device, cache_dir, log=_log, fairseq=args.fairseq, rounds=args.rounds,
+                       bf16=args.bf16, max_rounds=args.max_rounds)
     result = {"command": recorded_command(sys.argv[1:] if argv is None else argv),
               "tiny": args.tiny, "wall_time_s": time.perf_counter() - started, **result}
-    table = markdown(result)
-    atomic_write_text(out / "bench.json", json.dumps(result, indent=2, default=str) + "\n")
-    atomic_write_text(out / "bench.md", table + "\n")
-    print(table)
+    print(write_bench(out, result))
     print(f"\nresults: {out}/ (bench.json, bench.md)")
     return 0
-
-
-def recorded_command(argv: list[str]) -> str:
-    """The command as bench.json keeps it (and the Speed tables print it): fairseq's environment as VENV and the
-    output folder relative to the working directory, else OUT, so a record names no folder of this machine."""
-    shown_as = {"--fairseq": lambda value: "VENV", "--out": lambda value: shown(value, "OUT")}
-    words, pending = [], None
-    for arg in argv:
-        option, equals, value = arg.partition("=")
-        if pending is not None:
-            words.append(pending(arg))
-            pending = None
-        elif option in shown_as and equals:
-            words.append(f"{option}={shown_as[option](value)}")
-        else:
-            words.append(arg)
-            pending = shown_as.get(arg)
-    return " ".join(["seqbench", "bench", *words])

@@ -4,12 +4,11 @@ Composition lives in the top-level conf/ (seqbench.config.compose.CONF_DIR), whe
 seqbench.config.checks, the work in seqbench.training.run; this module turns how a run ends into one line and an exit
 status: 0 completed; 2 a bad config or input, the project's, Hydra's or Lightning's alike (before anything runs); 1
 diverged or failed; 128 + the signal number when SIGTERM/SIGINT interrupted it (rerun with the same hydra.run.dir to
-resume). In a multirun a job that fails is recorded (results.json "status": "failed" in its directory) and the sweep
-goes on; the sweep then exits 1, naming the failed jobs.
+resume). In a multirun a job that fails is recorded (seqbench.training.jobs) and the sweep goes on; the sweep then
+exits 1, naming the failed jobs.
 """
 from __future__ import annotations
 
-import logging
 import sys
 from typing import Sequence
 
@@ -22,43 +21,35 @@ from seqbench.common.errors import user_error
 from seqbench.config.checks import check_group_overrides
 from seqbench.config.compose import CONF_DIR, CONFIG_NAME, missing_config
 from seqbench.config.resolvers import register_resolvers
-
-log = logging.getLogger("train")
-FAILED_JOBS: list[str] = []  # "<run dir>: <error line>" of every job of this process's multirun that failed
+from seqbench.training.jobs import MultirunFailures
 
 
-@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=CONFIG_NAME)
-def task(cfg: DictConfig) -> float | None:
-    """One job: the value Hydra's sweepers optimise is its validation BLEU."""
-    composition_done()
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
+def _task(failures: MultirunFailures):
+    """Hydra's task function for one job (made per call, so a multirun's failures are its own, not a module's)."""
 
-    from seqbench.rundir.results import write_status
-    from seqbench.training.run import run  # after composition: a bad override fails before the heavy imports
-    from seqbench.training.status import Diverged, Interrupted
+    @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=CONFIG_NAME)
+    def task(cfg: DictConfig) -> float | None:
+        composition_done()
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
 
-    multirun = HydraConfig.get().mode == RunMode.MULTIRUN
-    try:
-        results = run(cfg)
-    except Interrupted as stop:  # also ends a sweep: the scheduler wants the whole process gone
-        print(f"error: {stop}; rerun with hydra.run.dir={cfg.paths.output_dir} to resume", file=sys.stderr)
-        sys.exit(stop.exit_status)
-    except Exception as error:  # noqa: BLE001 - only the user's own mistakes become one line; the rest re-raises
-        cause = user_error(error) or (error if isinstance(error, Diverged) else None)
-        if multirun:
-            # Like lightning-hydra-template's task_wrapper: record the job, log its traceback, run the next job.
-            if cause is not None and not isinstance(error, Diverged):
-                write_status(cfg.paths.output_dir, "failed", cause)  # run() records everything but bad input
-            log.error("job failed: %s", cause or error, exc_info=cause is None)
-            FAILED_JOBS.append(f"{cfg.paths.output_dir}: {cause or f'{type(error).__name__}: {error}'}")
-            return None
-        if cause is None:
-            exit_if_user_error(error)  # Hydra's and Lightning's misconfigurations, as one line
-            raise
-        print(f"error: {cause}", file=sys.stderr)
-        sys.exit(1 if isinstance(cause, Diverged) else 2)
-    return results.get("valid", {}).get("bleu")
+        from seqbench.training.jobs import run_job  # after composition: a bad override fails before heavy imports
+        from seqbench.training.status import Diverged, Interrupted
+
+        try:
+            return run_job(cfg, failures if HydraConfig.get().mode == RunMode.MULTIRUN else None)
+        except Interrupted as stop:  # also ends a sweep: the scheduler wants the whole process gone
+            print(f"error: {stop}; rerun with hydra.run.dir={cfg.paths.output_dir} to resume", file=sys.stderr)
+            sys.exit(stop.exit_status)
+        except Exception as error:  # noqa: BLE001 - only the user's own mistakes become one line; the rest re-raises
+            cause = user_error(error) or (error if isinstance(error, Diverged) else None)
+            if cause is None:
+                exit_if_user_error(error)  # Hydra's and Lightning's misconfigurations, as one line
+                raise
+            print(f"error: {cause}", file=sys.stderr)
+            sys.exit(1 if isinstance(cause, Diverged) else 2)
+
+    return task
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,14 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     check_group_overrides(argv)  # group overrides Hydra does not report in a way one line is made of (see there)
     register_resolvers()
-    FAILED_JOBS.clear()
+    failures = MultirunFailures()
     sys.argv = [sys.argv[0], *argv]
     try:
-        task()  # the config is checked in each job, first thing (seqbench.config.checks.validate)
+        _task(failures)()  # the config is checked in each job, first thing (seqbench.config.checks.validate)
     except MissingConfigException as error:  # a group choice with no config: one line naming the group's configs
         raise missing_config(error) from error
-    if FAILED_JOBS:
-        print(f"error: {len(FAILED_JOBS)} job(s) of the multirun failed (results.json \"status\": \"failed\"):",
-              *FAILED_JOBS, sep="\n  ", file=sys.stderr)
+    if failures.lines:
+        print(f"error: {len(failures.lines)} job(s) of the multirun failed (results.json \"status\": \"failed\"):",
+              *failures.lines, sep="\n  ", file=sys.stderr)
         return 1
     return 0

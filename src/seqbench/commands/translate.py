@@ -20,60 +20,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
 
 from seqbench.commands.cli import ArgumentParser
 from seqbench.common.errors import InputError
-from seqbench.common.io import atomic_write_text, check_writable, read_lines, stream_lines
-from seqbench.decoding.attention import attention_example
+from seqbench.common.io import atomic_write_text, check_writable, read_lines
+from seqbench.config.checks import check_decoding
 from seqbench.decoding.search import DecodingConfig
-from seqbench.decoding.translator import SearchDecoder, Translator
-from seqbench.models.interface import family_of
-from seqbench.rundir.loading import LoadedModel, load_run
-
-
-def attention_writer(loaded: LoadedModel, directory: Path, device: torch.device):
-    """save(line number, source line, source ids, hypothesis ids): the sentence's attention map as
-    DIR/<line number>.png. A model without attention is refused here, before anything is translated."""
-    from seqbench.analysis.plots import plot_attention
-
-    model = loaded.model.to(device)
-    if attention_example(model, loaded.tokenizers, [4], [], device)["attention"] is None:
-        raise InputError(f"{loaded.root}: this model has no attention: --attention does not apply")
-    directory.mkdir(parents=True, exist_ok=True)
-
-    def save(number: int, source: str, source_ids: list[int], hypothesis: list[int]) -> None:
-        if not source_ids:
-            return
-        example = attention_example(model, loaded.tokenizers, source_ids, hypothesis, device)
-        title = f"line {number}: {source[:80]}{'...' if len(source) > 80 else ''}"
-        plot_attention(example, title).savefig(directory / f"{number:06d}.png", dpi=120)
-
-    return save
-
-
-def translate_stream(translator: Translator, stdin, stdout, save=None) -> None:
-    """One line of the byte stream `stdin` in, one line out, flushed: usable interactively and as a filter in a pipe.
-    `save`: an attention_writer's."""
-    for number, line in enumerate(stream_lines(stdin), start=1):
-        each = None if save is None else \
-            lambda _, source_ids, hypothesis, n=number, text=line: save(n, text, source_ids, hypothesis)
-        print(translator.translate([line], each=each)[0], file=stdout, flush=True)
-
-
-def translate_file(translator: Translator, lines: list[str], max_tokens: int, save=None) -> list[str]:
-    """All lines in token-budget batches of similar source lengths, with a progress bar on stderr. `save`: an
-    attention_writer's."""
-    from rich.console import Console
-    from rich.progress import Progress
-
-    each = None if save is None else lambda i, source_ids, hypothesis: save(i + 1, lines[i], source_ids, hypothesis)
-    with Progress(console=Console(stderr=True), transient=False) as progress:
-        task = progress.add_task("translating", total=len(lines))
-        return translator.translate(lines, max_tokens, lambda n: progress.advance(task, n), each)
+from seqbench.decoding.translator import Translator, translate_file, translate_stream
+from seqbench.rundir.loading import load_run
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -97,34 +55,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+OPTIONS = {"beam_size": "--beam", "length_penalty": "--length-penalty", "max_len_a": "--max-len-a",
+           "max_len_b": "--max-len-b"}  # DecodingConfig's field -> the option that overrides it
+
+
 def decoding_config(base: DecodingConfig, args: argparse.Namespace) -> DecodingConfig:
-    overrides = {key: value for key, value in (("beam_size", args.beam), ("length_penalty", args.length_penalty),
-                                               ("max_len_a", args.max_len_a), ("max_len_b", args.max_len_b))
-                 if value is not None}
-    cfg = replace(base, **overrides)
-    if cfg.beam_size < 1:
-        raise InputError(f"--beam {cfg.beam_size}: must be at least 1")
-    if cfg.length_penalty < 0:
-        raise InputError(f"--length-penalty {cfg.length_penalty}: must be >= 0")
-    if cfg.max_len_a < 0 or cfg.max_len_b < 0:
-        raise InputError(f"--max-len-a {cfg.max_len_a} --max-len-b {cfg.max_len_b}: must be >= 0")
+    """The run's decoding settings with the options given over them, checked as a config's are."""
+    given = {key: getattr(args, option[2:].replace("-", "_")) for key, option in OPTIONS.items()}
+    cfg = replace(base, **{key: value for key, value in given.items() if value is not None})
+    check_decoding(asdict(cfg), {key: OPTIONS[key] for key, value in given.items() if value is not None})
     return cfg
-
-
-def decoder(args: argparse.Namespace, loaded: LoadedModel):
-    """The decoder --engine names: seqbench's search over the loaded model, or CTranslate2 over its export."""
-    if args.engine == "seqbench":
-        return SearchDecoder(loaded.model, args.device)
-    from seqbench.decoding.ctranslate2 import Engine
-    from seqbench.rundir.layout import RunDir
-
-    folder = RunDir(loaded.root).ctranslate2
-    if not folder.is_dir():
-        raise InputError(f"{args.run}: no CTranslate2 model; export one with `seqbench export RUN OUT "
-                         f"--format ctranslate2`, then translate OUT with --engine ctranslate2")
-    if args.attention is not None:
-        raise InputError("--attention needs seqbench's own decoding: CTranslate2 returns no attention maps here")
-    return Engine.for_tokenizers(folder, loaded.tokenizers, device=args.device)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -139,10 +79,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.output is not None:
         check_writable(args.output)
     loaded = load_run(args.run, args.checkpoint)
-    device = torch.device(args.device)
-    limit = family_of(loaded.spec["model"]).position_limit(loaded.spec["model"])
-    translator = Translator(decoder(args, loaded), loaded.tokenizers, decoding_config(loaded.decoding, args), limit)
-    save = attention_writer(loaded, args.attention, device) if args.attention is not None else None
+    decoder = loaded.decoder(args.engine, args.device)
+    if args.engine == "ctranslate2" and args.attention is not None:
+        raise InputError("--attention needs seqbench's own decoding: CTranslate2 returns no attention maps here")
+    translator = Translator(decoder, loaded.tokenizers, decoding_config(loaded.decoding, args), loaded.position_limit)
+    save = None
+    if args.attention is not None:
+        from seqbench.analysis.attention_maps import attention_writer  # matplotlib: only when maps are asked for
+
+        save = attention_writer(loaded, args.attention, torch.device(args.device))
     if lines is None:
         if sys.stdin.isatty():
             print(f"translating with {loaded.weights}: one sentence per line, Ctrl-D to end", file=sys.stderr)

@@ -18,8 +18,10 @@ line from the exceptions' attributes. Every problem found here is a ConfigError 
 - `check_cross_keys`: relations between keys that each look fine alone;
 - with `environment`, this machine (seqbench.config.environment): devices, writable directories.
 
-Besides `validate`: `check_group_overrides`, the one look at the command line before Hydra runs (see there why); and the
-config against the tokenised data, which needs the data (seqbench.config.against_data, before the first batch).
+Besides `validate`: `check_group_overrides`, the one look at the command line before Hydra runs (see there why);
+`check_decoding`, the same checks for decoding settings that come from a run's model.json and a command's options
+rather than a config; and the config against the tokenised data, which needs the data (seqbench.config.against_data,
+before the first batch).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from seqbench.common.errors import ConfigError, is_int
 from seqbench.common.nested import get_path, lookup
-from seqbench.config.compose import group_options, with_config_loader
+from seqbench.config.compose import compose, group_options, with_config_loader
 
 UINT32_MAX = 2**32 - 1  # numpy's seed range, which Lightning's seed_everything enforces
 # The profiler names Trainer(profiler=...) takes (its docs; tests/test_bad_input.py checks that Lightning accepts
@@ -210,6 +212,24 @@ def check_specs(cfg: DictConfig) -> None:
             raise ConfigError(f"{key}={_show(value)}: must be {spec.allowed}")
 
 
+def _check_length_bounds(decoding: Mapping, names: Mapping[str, str] = types.MappingProxyType({})) -> None:
+    min_len, max_len = decoding.get("min_len"), decoding.get("max_len")
+    if min_len is not None and max_len is not None and min_len > max_len:
+        name = {key: names.get(key, f"module.decoding.{key}") for key in ("min_len", "max_len")}
+        raise ConfigError(f"{name['min_len']}={min_len}: must not exceed {name['max_len']}={max_len}")
+
+
+def check_decoding(decoding: Mapping, names: Mapping[str, str] = types.MappingProxyType({})) -> None:
+    """Decoding settings that reach a decoder without a config, by the checks of `module.decoding` above: a run's
+    model.json with a command's options over it (`seqbench translate`). `names`: how a message names a key, e.g.
+    {"beam_size": "--beam"} (default: module.decoding.<key>)."""
+    for key, value in decoding.items():
+        spec = SPECS.get(f"module.decoding.{key}")
+        if spec is not None and not spec.ok(value):
+            raise ConfigError(f"{names.get(key, f'module.decoding.{key}')}={_show(value)}: must be {spec.allowed}")
+    _check_length_bounds(decoding, names)
+
+
 def check_cross_keys(cfg: DictConfig) -> None:
     """Relations between keys that each look fine alone."""
     if lookup(cfg, "scheduler.kind")[1] == "cosine":
@@ -218,9 +238,7 @@ def check_cross_keys(cfg: DictConfig) -> None:
             raise ConfigError(f"scheduler.total_steps={_show(total)}: the cosine schedule needs the update it ends at "
                               "(default trainer.max_steps, else the updates of trainer.max_epochs; neither is set): "
                               "set scheduler.total_steps=N")
-    min_len, max_len = lookup(cfg, "module.decoding.min_len")[1], lookup(cfg, "module.decoding.max_len")[1]
-    if min_len is not None and max_len is not None and min_len > max_len:
-        raise ConfigError(f"module.decoding.min_len={min_len}: must not exceed module.decoding.max_len={max_len}")
+    _check_length_bounds(lookup(cfg, "module.decoding")[1] or {})
     if lookup(cfg, "module.val_bleu")[1] is False:
         for name, callback in (lookup(cfg, "callbacks")[1] or {}).items():
             if isinstance(callback, DictConfig) and callback.get("monitor") == "val/bleu":
@@ -321,6 +339,13 @@ def check_model(model: Mapping) -> None:
     from seqbench.models.interface import family_of  # imports torch: not before a bad override has been reported
 
     family_of(model).validate_config(model)
+
+
+def preset_config(name: str) -> dict:
+    """conf/model/<name>.yaml as Hydra composes it for `python train.py model=<name>`, checked by its family."""
+    config = OmegaConf.to_container(compose([f"model={name}"]).model, resolve=True)  # Hydra: no such preset
+    check_model(config)
+    return config
 
 
 def validate(cfg: DictConfig, environment: bool = False) -> None:

@@ -7,7 +7,8 @@ they hold.
 
 `Translator` tokenises, decodes in token-budget batches of similar lengths and detokenises. A source longer than the
 model's positions is cut to what it can take (warned once on stderr, as fairseq and CTranslate2 do), and the
-hypothesis length is capped the same way, so every input line gets one output line.
+hypothesis length is capped the same way, so every input line gets one output line. `translate_stream` and
+`translate_file` are `seqbench translate`'s two ways through it: line by line, or a whole file in batches.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Callable, Protocol
 
 import torch
 
+from seqbench.common.io import stream_lines
 from seqbench.data.batching import collate, token_budget_batches
 from seqbench.decoding.search import DecodingConfig, generate
 
@@ -93,3 +95,30 @@ class Translator:
             if advance is not None:
                 advance(len(batch))
         return out
+
+
+AttentionSaver = Callable[[int, str, list[int], list[int]], None]  # (line number, line, source ids, hypothesis ids)
+
+
+def translate_stream(translator: Translator, stdin, stdout, save: AttentionSaver | None = None) -> None:
+    """One line of the byte stream `stdin` in, one line out, flushed: usable interactively and as a filter in a pipe.
+    `save`: called with each translated line (attention maps)."""
+    for number, line in enumerate(stream_lines(stdin), start=1):
+        each = None
+        if save is not None:
+            def each(_, source_ids, hypothesis, n=number, text=line):
+                save(n, text, source_ids, hypothesis)
+        print(translator.translate([line], each=each)[0], file=stdout, flush=True)
+
+
+def translate_file(translator: Translator, lines: list[str], max_tokens: int,
+                   save: AttentionSaver | None = None) -> list[str]:
+    """All lines in token-budget batches of similar source lengths, with a progress bar on stderr. `save`: called
+    with each translated line (attention maps)."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    each = None if save is None else lambda i, source_ids, hypothesis: save(i + 1, lines[i], source_ids, hypothesis)
+    with Progress(console=Console(stderr=True), transient=False) as progress:
+        task = progress.add_task("translating", total=len(lines))
+        return translator.translate(lines, max_tokens, lambda n: progress.advance(task, n), each)

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from seqbench.common.errors import InputError
+from seqbench.common.io import atomic_write_text
 
 TRAIN_STEPS = 300
 WMT_BASE = ["model=transformer_base", "trainer=gpu", "trainer.precision=bf16-mixed",
@@ -55,7 +56,7 @@ def _train(name: str, overrides: list[str], out: Path, log) -> dict:
 
 
 def run_gpu_check(out: Path, tiny: bool = False, log=print) -> dict:
-    """Runs the check's trainings into `out` and returns its record."""
+    """Runs the check's trainings into `out` and returns its record, written there as gpu_check.json."""
     import torch
 
     if not tiny and not torch.cuda.is_available():
@@ -64,7 +65,7 @@ def run_gpu_check(out: Path, tiny: bool = False, log=print) -> dict:
     train = _train("train", TINY_BASE if tiny else WMT_BASE, out, log)
     ddp = _train("ddp", DDP, out, log)
     results = train["results"]
-    return {"tiny": tiny, "device": results["device"], "torch": torch.__version__,
+    check = {"tiny": tiny, "device": results["device"], "torch": torch.__version__,
             "flash_sdp_enabled": torch.backends.cuda.flash_sdp_enabled(),
             "train": {"model": results["model"]["name"], "parameters": results["parameters"],
                       "precision": results["config"]["trainer"]["precision"], "steps": results["train"]["steps"],
@@ -73,6 +74,8 @@ def run_gpu_check(out: Path, tiny: bool = False, log=print) -> dict:
                       "seconds": train["seconds"]},
             "ddp": {"world_size": 2, "test_sentences": ddp["results"]["test"]["n_sentences"],
                     "test_split": ddp["results"]["data"]["sizes"]["test"], "seconds": ddp["seconds"]}}
+    atomic_write_text(out / "gpu_check.json", json.dumps(check, indent=2, default=str) + "\n")
+    return check
 
 
 def markdown(check: dict) -> str:

@@ -60,6 +60,16 @@ TINY = replace(
     vocab_size=200, pairs=200, max_tokens=600, decode_sentences=12, peak_seconds=0.05)
 
 
+def setting(tiny: bool = False, decode_tokens: int | None = None, vocab_size: int | None = None) -> Setting:
+    """REFERENCE (TINY with `tiny`), with the forced hypothesis length and the vocabulary replaced where given."""
+    chosen = TINY if tiny else REFERENCE
+    if decode_tokens:
+        chosen = replace(chosen, decode_tokens=decode_tokens)
+    if vocab_size:
+        chosen = replace(chosen, vocab_size=vocab_size)
+    return chosen
+
+
 def generated_pairs(setting: Setting) -> list[tuple[int, list[int], list[int]]]:
     """(index, source ids, target ids): source lengths uniform over `lengths`, each target 0.8-1.2x its source (as
     translations are), tokens uniform over the non-special ids. Seeded: every run trains on the same batches."""

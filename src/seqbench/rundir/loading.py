@@ -27,6 +27,7 @@ from seqbench.common.errors import ConfigError, InputError
 from seqbench.common.io import atomic_write_text
 from seqbench.data.tokenizer import TokenizerPair
 from seqbench.decoding.search import DecodingConfig
+from seqbench.decoding.translator import Decoder, SearchDecoder
 from seqbench.models.interface import Seq2Seq, build_model, family_of
 from seqbench.rundir.checkpoints import describe_spec, load_checkpoint_weights, resolve_checkpoint
 from seqbench.rundir.layout import CHECKPOINTS_DIR, MODEL_FILE, WEIGHTS_FILE, RunDir
@@ -70,6 +71,24 @@ class LoadedModel:
     spec: dict              # model.json
     root: Path              # the run directory or exported folder
     weights: Path           # the checkpoint or safetensors file the weights came from
+
+    @property
+    def position_limit(self) -> int | None:
+        """The most tokens the model takes on either side (None: any length)."""
+        return family_of(self.spec["model"]).position_limit(self.spec["model"])
+
+    def decoder(self, engine: str = "seqbench", device: str = "cpu") -> Decoder:
+        """The decoder `engine` names: seqbench's search over this model, or CTranslate2 over the model exported
+        beside it (`seqbench export --format ctranslate2`)."""
+        if engine == "seqbench":
+            return SearchDecoder(self.model, device)
+        from seqbench.decoding.ctranslate2 import Engine
+
+        folder = RunDir(self.root).ctranslate2
+        if not folder.is_dir():
+            raise InputError(f"{self.root}: no CTranslate2 model; export one with `seqbench export RUN OUT "
+                             f"--format ctranslate2`, then translate OUT with --engine ctranslate2")
+        return Engine.for_tokenizers(folder, self.tokenizers, device=device)
 
 
 def find_root(path: Path) -> Path:
