@@ -48,3 +48,31 @@ def test_switched_off_by_the_environment(monkeypatch):
 def test_a_linear_is_an_nn_linear_with_its_state_dict():
     layer = Linear(8, 4)
     assert isinstance(layer, torch.nn.Linear) and set(layer.state_dict()) == {"weight", "bias"}
+
+
+def test_the_config_key_defaults_to_the_environment_and_is_checked(monkeypatch):
+    from seqbench.common.errors import ConfigError
+    from seqbench.config.checks import validate
+
+    from conftest import compose_train
+
+    monkeypatch.delenv(linear_module.ENVIRONMENT, raising=False)
+    assert compose_train().onednn_linear is True
+    monkeypatch.setenv(linear_module.ENVIRONMENT, "0")
+    assert compose_train().onednn_linear is False
+    assert compose_train(["onednn_linear=true"]).onednn_linear is True  # the key wins over the environment
+    with pytest.raises(ConfigError, match=r"^onednn_linear=1: must be true or false$"):
+        validate(compose_train(["onednn_linear=1"]))
+
+
+def test_a_runs_key_reaches_its_layers_and_its_results_json(tmp_path, monkeypatch):
+    from seqbench.rundir.results import read_results
+
+    from conftest import TINY, TINY_MODELS, train_in_process
+
+    monkeypatch.setattr(linear_module, "ENABLED", True)  # on before the run (and restored after the test)
+    switch, uses = [], linear_module.uses_onednn
+    monkeypatch.setattr(linear_module, "uses_onednn", lambda x, w: switch.append(linear_module.ENABLED) or uses(x, w))
+    train_in_process(tmp_path / "run", [*TINY, *TINY_MODELS["transformer"], "onednn_linear=false"])
+    assert switch and not any(switch), "every Linear the run called saw the switch its config set"
+    assert read_results(tmp_path / "run")["config"]["onednn_linear"] is False

@@ -113,6 +113,7 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     # project
     "seed": integer(0, UINT32_MAX),
     "threads": integer(1, none=True, note=" (null: torch's default)"),
+    "onednn_linear": boolean(),
     "train": boolean(),
     "test": boolean(),
     "ckpt_path": Spec(lambda v: v is None or isinstance(v, str) and v != "", "a checkpoint file path or null"),

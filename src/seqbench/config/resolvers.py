@@ -25,7 +25,16 @@ def run_name(label: str, model, seed) -> str:
     return "-".join([label, *family_of(model).shape_tags(model), f"s{seed}"])
 
 
+def onednn_linear_default() -> bool:
+    """`onednn_linear`'s default: the environment's SEQBENCH_ONEDNN_LINEAR, as a process without a config reads it
+    (seqbench.models.linear)."""
+    from seqbench.models.linear import environment_default
+
+    return environment_default()
+
+
 def register_resolvers() -> None:
-    for name, resolver in (("run_label", run_label), ("run_name", run_name), ("conv_blocks", conv_blocks)):
+    for name, resolver in (("run_label", run_label), ("run_name", run_name), ("conv_blocks", conv_blocks),
+                           ("onednn_linear_default", onednn_linear_default)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, resolver)

@@ -9,8 +9,10 @@ microseconds a call, so [8 x 256] -> 256 ran at 0.47x. Products of at least 2**2
 decoded the same hypotheses 1.07x (greedy) and 1.09x (beam 5) faster at 8,000 words, 1.04x and 1.00x at 1,000
 (docs/results/bench/2026-12-03_onednn_linear.txt).
 
-The library that wins depends on the CPU: `SEQBENCH_ONEDNN_LINEAR=0` in the environment turns the oneDNN path off
-(read when this module is imported), for comparison or where it measures slower.
+The library that wins depends on the CPU, so the path can be turned off (for comparison, or where it measures
+slower): by a run's config key `onednn_linear`, recorded in results.json and applied by `use_onednn` before the model
+is built. Its default, and the switch of a process that reads no config (translate, bench), is the environment:
+SEQBENCH_ONEDNN_LINEAR=0 turns it off.
 """
 from __future__ import annotations
 
@@ -21,8 +23,22 @@ import torch.nn.functional as F
 from torch import nn
 
 MIN_MULTIPLY_ADDS = 2 ** 23  # below this, oneDNN's fixed cost per call outweighs its faster product (measured)
-ENABLED = os.environ.get("SEQBENCH_ONEDNN_LINEAR", "1") != "0" and torch.backends.mkldnn.is_available() \
-    and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+ENVIRONMENT = "SEQBENCH_ONEDNN_LINEAR"
+AVAILABLE = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+
+
+def environment_default() -> bool:
+    """Whether the environment leaves the oneDNN path on: unless SEQBENCH_ONEDNN_LINEAR=0."""
+    return os.environ.get(ENVIRONMENT, "1") != "0"
+
+
+ENABLED = AVAILABLE and environment_default()  # this process's switch; a run sets it from its config (use_onednn)
+
+
+def use_onednn(enabled: bool) -> None:
+    """Turns the oneDNN path on or off for every Linear of this process (a torch build without it stays off)."""
+    global ENABLED
+    ENABLED = AVAILABLE and enabled
 
 
 def uses_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:

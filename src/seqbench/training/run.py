@@ -29,6 +29,7 @@ from seqbench.measure import peaks
 from seqbench.measure.memory import peak_memory, reset_peak_memory
 from seqbench.measure.speed import decode_speed, test_batches
 from seqbench.models.interface import build_model
+from seqbench.models.linear import use_onednn
 from seqbench.models.sizing import fit_to_budget
 from seqbench.rundir.checkpoints import check_checkpoint, read_checkpoint
 from seqbench.rundir.layout import RunDir
@@ -213,6 +214,7 @@ def _run(cfg: DictConfig, guard: SignalGuard, started: float, progress: dict) ->
     reset_peak_memory()
     if cfg.get("threads"):
         torch.set_num_threads(cfg.threads)
+    use_onednn(cfg.onednn_linear)  # before the model is built: every Linear of this process follows it
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     run_dir = Path(cfg.paths.output_dir)
     guard.phase = "data preparation"
