@@ -17,6 +17,7 @@ layer, only the last kernel_width - 1 layer inputs: a rolling buffer, so a step 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -57,7 +58,7 @@ def residual_projection(in_channels: int, out_channels: int) -> nn.Module:
     return linear(in_channels, out_channels) if in_channels != out_channels else nn.Identity()
 
 
-def parse_layers(layers) -> list[tuple[int, int]]:
+def parse_layers(layers: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
     """[[channels, kernel_width], ...] from YAML (lists or ListConfig) -> list of int pairs."""
     return [(int(channels), int(kernel)) for channels, kernel in layers]
 
@@ -86,7 +87,8 @@ class Embedding(nn.Module):
 
 
 class Encoder(nn.Module):
-    def __init__(self, vocab_size, embed_dim, layers, max_positions, dropout):
+    def __init__(self, vocab_size: int, embed_dim: int, layers: list[tuple[int, int]], max_positions: int,
+                 dropout: float):
         super().__init__()
         self.embed = Embedding(vocab_size, embed_dim, max_positions, dropout)
         widths = [layers[0][0]] + [c for c, _ in layers]  # input width of every block, then the output width
@@ -116,7 +118,7 @@ class Encoder(nn.Module):
 class DecoderLayer(nn.Module):
     """Causal GLU convolution, then its own attention over the source, inside a residual block."""
 
-    def __init__(self, in_channels, channels, kernel_width, embed_dim, dropout):
+    def __init__(self, in_channels: int, channels: int, kernel_width: int, embed_dim: int, dropout: float):
         super().__init__()
         self.kernel_width = kernel_width
         self.conv = glu_conv(in_channels, channels, kernel_width, dropout)
@@ -125,7 +127,8 @@ class DecoderLayer(nn.Module):
         self.attn_out = linear(embed_dim, channels)  # conditional input c -> conv width
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x, g, encoder_out, history=None):
+    def forward(self, x: torch.Tensor, g: torch.Tensor, encoder_out: dict[str, torch.Tensor],
+                history: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """x [B,T,Cin] layer input, g [B,T,E] target embeddings. Full sequence: history None, the conv input is
         left-padded with k-1 zeros (causal). Incremental: history [B,k-1,Cin] holds the previous k-1 inputs.
         Returns the output [B,T,C], attention [B,T,S] and the last k-1 conv inputs (the next step's history).
@@ -149,7 +152,8 @@ class DecoderLayer(nn.Module):
 
 class ConvS2S(Seq2Seq):
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, embed_dim: int = 256,
-                 encoder_layers=((256, 3),) * 4, decoder_layers=((256, 3),) * 4, out_embed_dim: int = 256,
+                 encoder_layers: Sequence[Sequence[int]] = ((256, 3),) * 4,
+                 decoder_layers: Sequence[Sequence[int]] = ((256, 3),) * 4, out_embed_dim: int = 256,
                  dropout: float = 0.1, max_positions: int = 1024):
         super().__init__()
         self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
@@ -178,7 +182,7 @@ class ConvS2S(Seq2Seq):
         return {"memory": z, "memory_plus_embed": (z + e) * SQRT_HALF, "mask": src_mask}
 
     def decode(self, tgt_in: torch.Tensor, encoder_out: dict, state: dict | None = None,
-               return_attention: bool = False):
+               return_attention: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor | None]:
         history = None if state is None else state["history"]  # each layer's last k-1 inputs [B,k-1,Cin]
         g = self.tgt_embed(tgt_in, 0 if state is None else state["step"])  # [B,T,E], also every layer's g_i
         x = self.fc_in(g)
@@ -203,7 +207,7 @@ class ConvS2S(Seq2Seq):
     # reorder_state: the generic index_select(0) over the history buffers is exactly right (step is an int).
 
     @classmethod
-    def validate_config(cls, cfg) -> None:
+    def validate_config(cls, cfg: Mapping) -> None:
         super().validate_config(cfg)
         for key in ("embed_dim", "max_positions", "out_embed_dim"):
             positive_int(cls.config_value(cfg, key), f"model.{key}")
@@ -215,11 +219,11 @@ class ConvS2S(Seq2Seq):
                 require(ok, f"model.{side}_layers[{i}]={layer!r}: must be [channels, kernel_width], positive ints")
 
     @classmethod
-    def width(cls, cfg) -> tuple[int, int]:
+    def width(cls, cfg: Mapping) -> tuple[int, int]:
         return cls.config_value(cfg, "encoder_layers")[0][0], 1
 
     @classmethod
-    def with_width(cls, cfg, width: int) -> dict:
+    def with_width(cls, cfg: Mapping, width: int) -> dict:
         """The first encoder block's channels = width; every block's channels, embed_dim and out_embed_dim keep
         their ratios to it (kernels and depth stay)."""
         out = copy_config(cfg)
@@ -231,7 +235,7 @@ class ConvS2S(Seq2Seq):
         return out
 
     @classmethod
-    def shape_tags(cls, cfg) -> list[str]:
+    def shape_tags(cls, cfg: Mapping) -> list[str]:
         encoder, decoder = cls.config_value(cfg, "encoder_layers"), cls.config_value(cfg, "decoder_layers")
         channels, kernel = encoder[0]
         return [depth_tag(len(encoder), len(decoder)), f"k{kernel}", f"c{channels}"]
@@ -241,7 +245,8 @@ class ConvS2S(Seq2Seq):
         and mixing, output layer; the encoder's cost per source token is amortised as src_len / tgt_len."""
         e = self.embed_dim
 
-        def stack(spec, out_dim: int) -> float:  # fc_in, convolutions (+ residual projections), fc_out
+        def stack(spec: list[tuple[int, int]], out_dim: int) -> float:
+            """fc_in, convolutions (+ residual projections), fc_out."""
             widths = [spec[0][0]] + [c for c, _ in spec]
             flops = 2 * e * widths[0] + 2 * widths[-1] * out_dim
             for cin, (c, k) in zip(widths, spec):

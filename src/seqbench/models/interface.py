@@ -79,7 +79,7 @@ class Seq2Seq(nn.Module):
         raise NotImplementedError
 
     def decode(self, tgt_in: torch.Tensor, encoder_out: dict, state: dict | None = None,
-               return_attention: bool = False):
+               return_attention: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor | None]:
         raise NotImplementedError
 
     def init_state(self, encoder_out: dict) -> dict:
@@ -108,7 +108,7 @@ class Seq2Seq(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    # --- the family's knowledge, asked by config_check, sizing and the reports ----------------------------------
+    # --- the family's knowledge, asked by config.checks, sizing and the reports ----------------------------------
 
     @classmethod
     def config_value(cls, cfg: Mapping, key: str) -> Any:

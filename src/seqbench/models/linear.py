@@ -1,13 +1,11 @@
 """nn.Linear whose float32 inference on the CPU goes through oneDNN (the library PyTorch bundles as MKL-DNN) when the
 product is large enough to pay for it; training, autocast, other devices and small products keep F.linear.
 
-Why: on the decode step's shapes F.linear (MKL's sgemm) was the slower library. Measured on an AMD EPYC (AVX-512),
-2 threads, median of 30: the output projection [1000 x 256] -> 8,000 words took 37.6 ms with F.linear against 25.8
-ms through oneDNN (1.45x), [1000 x 256] -> 768 1.14x, [1000 x 256] -> 1,000 1.25x; but oneDNN costs a fixed ~40
-microseconds a call, so [8 x 256] -> 256 ran at 0.47x. Products of at least 2**23 multiply-adds were never slower
-(the crossover measured between 2**22 and 2**23), smaller ones keep F.linear. End to end, the bench's Transformer
-decoded the same hypotheses 1.07x (greedy) and 1.09x (beam 5) faster at 8,000 words, 1.04x and 1.00x at 1,000
-(docs/results/bench/2026-12-03_onednn_linear.txt).
+Why: on the decode step's shapes F.linear's library (MKL's sgemm) was the slower of the two on the CPU measured, by
+most on the output projection to a large vocabulary, while oneDNN's fixed cost per call makes small products slower
+through it; MIN_MULTIPLY_ADDS is where the two crossed. The measurements, per product and end to end (the same
+hypotheses either way), are in docs/speed.md ("Measured 2026-12-03 (night)") and
+docs/results/bench/2026-12-03_onednn_linear.txt.
 
 The library that wins depends on the CPU, so the path can be turned off (for comparison, or where it measures
 slower): by a run's config key `onednn_linear`, recorded in results.json and applied by `use_onednn` before the model
@@ -22,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-MIN_MULTIPLY_ADDS = 2 ** 23  # below this, oneDNN's fixed cost per call outweighs its faster product (measured)
+MIN_MULTIPLY_ADDS = 2 ** 23  # below this, oneDNN's fixed cost per call outweighs its faster product
 ENVIRONMENT = "SEQBENCH_ONEDNN_LINEAR"
 AVAILABLE = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 

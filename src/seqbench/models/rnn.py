@@ -28,6 +28,7 @@ maxout) of size embed_dim; Luong's h~_t is its readout. Either goes through drop
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 import torch
 from torch import nn
@@ -39,6 +40,7 @@ from seqbench.models.interface import Seq2Seq, depth_tag
 from seqbench.models.linear import Linear
 
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
+RNNState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]  # nn.GRU's h, or nn.LSTM's (h, c): [L,B,H] each
 ATTENTION = ("none", "bahdanau", "luong_dot", "luong_general", "luong_concat")
 
 
@@ -61,7 +63,8 @@ class Attention(nn.Module):
     def keys(self, memory: torch.Tensor) -> torch.Tensor:  # [B,S,M] -> [B,S,Dq]
         return self.key_proj(memory)
 
-    def forward(self, query, keys, memory, mask):
+    def forward(self, query: torch.Tensor, keys: torch.Tensor, memory: torch.Tensor,
+                mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """query [B,T,Dq], keys [B,S,Dq], memory [B,S,M], mask [B,S] -> context [B,T,M], weights [B,T,S]."""
         if self.additive:
             scores = self.v(torch.tanh(self.query_proj(query)[:, :, None] + keys[:, None])).squeeze(-1)
@@ -143,17 +146,18 @@ class RNNSeq2Seq(Seq2Seq):
 
     # --- decoder -------------------------------------------------------------------------------------------------
 
-    def _hx(self, d: dict):
+    def _hx(self, d: dict) -> RNNState:
         """Batch-first [B,L,H] state -> the [L,B,H] layout nn.GRU / nn.LSTM want."""
         h = d["hidden"].transpose(0, 1).contiguous()
         return (h, d["cell"].transpose(0, 1).contiguous()) if self.cell == "lstm" else h
 
-    def _batch_first(self, hx) -> dict:
+    def _batch_first(self, hx: RNNState) -> dict:
         if self.cell == "lstm":
             return {"hidden": hx[0].transpose(0, 1), "cell": hx[1].transpose(0, 1)}
         return {"hidden": hx.transpose(0, 1)}
 
-    def _recur(self, emb, enc, hx, feed):
+    def _recur(self, emb: torch.Tensor, enc: dict, hx: RNNState, feed: torch.Tensor | None
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, RNNState]:
         """Decoder RNN over emb [B,T,E] from hx; T must be 1 for the sequential variants.
 
         Returns top-layer states s [B,T,H], contexts c [B,T,M], attention [B,T,S] (None without attention), new hx.
@@ -171,12 +175,12 @@ class RNNSeq2Seq(Seq2Seq):
         ctx, weights = self.attention(s, enc["keys"], enc["memory"], enc["mask"])  # Luong: current state s_t
         return s, ctx, weights, hx
 
-    def _readout(self, s, ctx, emb):
+    def _readout(self, s: torch.Tensor, ctx: torch.Tensor, emb: torch.Tensor | None) -> torch.Tensor:
         """Luong's h~ = tanh(W_c [s; c]) [B,T,H], or the deep output tanh(W_o [s; c; E y]) [B,T,E]."""
         return self.dropout(torch.tanh(self.readout(torch.cat([s, ctx] if self.luong else [s, ctx, emb], -1))))
 
     def decode(self, tgt_in: torch.Tensor, encoder_out: dict, state: dict | None = None,
-               return_attention: bool = False):
+               return_attention: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor | None]:
         emb = self.dropout(self.tgt_embed(tgt_in))  # [B,T,E]
         start = self.init_state(encoder_out) if state is None else state
         hx, feed = self._hx(start), start.get("feed")  # feed: h~_{t-1} [B,H] with input feeding, else None
@@ -212,7 +216,7 @@ class RNNSeq2Seq(Seq2Seq):
     # reorder_state: the generic index_select(0) over the batch-first hidden/cell/feed tensors is exactly right.
 
     @classmethod
-    def validate_config(cls, cfg) -> None:
+    def validate_config(cls, cfg: Mapping) -> None:
         super().validate_config(cfg)
         choice(cls.config_value(cfg, "cell"), "model.cell", CELLS)
         choice(cls.config_value(cfg, "attention"), "model.attention", ATTENTION)
@@ -222,12 +226,12 @@ class RNNSeq2Seq(Seq2Seq):
     width_key, scaled_with_width = "hidden_size", ("embed_dim",)  # param-budget sizing: embed_dim keeps its ratio
 
     @classmethod
-    def shape_tags(cls, cfg) -> list[str]:
+    def shape_tags(cls, cfg: Mapping) -> list[str]:
         value = functools.partial(cls.config_value, cfg)
         return [f"{value('cell')}{value('hidden_size')}", depth_tag(value("encoder_layers"), value("decoder_layers"))]
 
     @classmethod
-    def run_label(cls, preset: str, cfg) -> str:
+    def run_label(cls, preset: str, cfg: Mapping) -> str:
         """The preset plus the attention, so a sweep over model.attention does not look like seeds of one model."""
         return f"{preset}-{cls.config_value(cfg, 'attention')}"
 

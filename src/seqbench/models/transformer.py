@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Mapping
 
 import torch
 import torch.nn.functional as F
@@ -130,7 +131,8 @@ class MultiHeadAttention(nn.Module):
         return (self.rotary(k, offset) if self.rotary is not None else k), self._split(v)
 
     def forward(self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
-                causal: bool = False, return_attention: bool = False, offset: int = 0):
+                causal: bool = False, return_attention: bool = False,
+                offset: int = 0) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x [B,T,D] (at positions offset..) attends over k, v [B,H,S,Dh]; mask [B,1,1,S] or [B,1,T,S] is True where
         attending is allowed. causal: query t sees keys up to its own position, the T queries being the last T of the
         S keys (keys before them come from a cache). -> (y [B,T,D], weights [B,H,T,S] when return_attention)
@@ -175,14 +177,15 @@ class Sublayer(nn.Module):
         super().__init__()
         self.norm, self.dropout, self.norm_first = nn.LayerNorm(d_model), nn.Dropout(dropout), norm_first
 
-    def forward(self, x: torch.Tensor, fn) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, fn: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
         if self.norm_first:
             return x + self.dropout(fn(self.norm(x)))
         return self.norm(x + self.dropout(fn(x)))
 
 
 class EncoderLayer(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout, attention_dropout, norm_first, rotary=None):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention_dropout: float,
+                 norm_first: bool, rotary: Rotary | None = None):
         super().__init__()
         self.attn = MultiHeadAttention(d_model, n_heads, attention_dropout, rotary)
         self.ff = FeedForward(d_model, d_ff, dropout)
@@ -194,17 +197,20 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout, attention_dropout, norm_first, rotary=None):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float, attention_dropout: float,
+                 norm_first: bool, rotary: Rotary | None = None):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, attention_dropout, rotary)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, attention_dropout)
         self.ff = FeedForward(d_model, d_ff, dropout)
         self.sub_self, self.sub_cross, self.sub_ff = (Sublayer(d_model, dropout, norm_first) for _ in range(3))
 
-    def forward(self, x, cross_kv, src_mask, cache: KVCache | None = None, return_attention=False):
+    def forward(self, x: torch.Tensor, cross_kv: tuple[torch.Tensor, torch.Tensor], src_mask: torch.Tensor,
+                cache: KVCache | None = None,
+                return_attention: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x [B,T,D] -> (x [B,T,D], cross-attention weights [B,H,T,S] or None). With a cache (incremental decoding)
         x holds the newest positions: their keys and values are appended to the cache, and they attend over it."""
-        def self_attention(h):
+        def self_attention(h: torch.Tensor) -> torch.Tensor:
             offset = 0 if cache is None else cache.length  # positions already cached
             k, v = self.self_attn.keys_values(h, offset)
             if cache is not None:
@@ -212,7 +218,7 @@ class DecoderLayer(nn.Module):
             # A single new position may see the whole cache; several need the causal mask.
             return self.self_attn(h, k, v, causal=h.size(1) > 1, offset=offset)[0]
 
-        def cross_attention(h):
+        def cross_attention(h: torch.Tensor) -> torch.Tensor:
             y, w = self.cross_attn(h, *cross_kv, mask=src_mask, return_attention=return_attention)
             weights.append(w)
             return y
@@ -313,7 +319,7 @@ class Transformer(Seq2Seq):
         return {"mask": src_mask, "cross_kv": cross_kv}
 
     def decode(self, tgt_in: torch.Tensor, encoder_out: dict, state: dict | None = None,
-               return_attention: bool = False):
+               return_attention: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor | None]:
         src_mask = encoder_out["mask"][:, None, None, :]  # [B,1,1,S]
         caches = state["self_kv"] if state is not None else [None] * len(self.decoder_layers)
         x = self.tgt_embed(tgt_in, offset=0 if state is None else state["step"])  # [B,T,D]
@@ -340,7 +346,7 @@ class Transformer(Seq2Seq):
             cache.reorder(indices)
 
     @classmethod
-    def validate_config(cls, cfg) -> None:
+    def validate_config(cls, cfg: Mapping) -> None:
         super().validate_config(cfg)
         for key in ("d_model", "n_heads", "encoder_layers", "decoder_layers", "d_ff", "max_positions"):
             positive_int(cls.config_value(cfg, key), f"model.{key}")
@@ -355,19 +361,19 @@ class Transformer(Seq2Seq):
                 f"(d_model={d_model})")
 
     @classmethod
-    def position_limit(cls, cfg) -> int | None:
+    def position_limit(cls, cfg: Mapping) -> int | None:
         return None if cls.config_value(cfg, "positions") == "rope" else cls.config_value(cfg, "max_positions")
 
     width_key, scaled_with_width = "d_model", ("d_ff",)  # param-budget sizing: d_ff keeps its ratio to d_model
 
     @classmethod
-    def shape_tags(cls, cfg) -> list[str]:
+    def shape_tags(cls, cfg: Mapping) -> list[str]:
         value = functools.partial(cls.config_value, cfg)
         return [f"h{value('n_heads')}", depth_tag(value("encoder_layers"), value("decoder_layers")),
                 f"ff{value('d_ff')}"]
 
     @classmethod
-    def width(cls, cfg) -> tuple[int, int]:
+    def width(cls, cfg: Mapping) -> tuple[int, int]:
         # heads split d_model evenly; sinusoidal tables interleave sin/cos, so d_model must be even; rope rotates
         # pairs within each head, so every head's width must be even
         heads, positions = cls.config_value(cfg, "n_heads"), cls.config_value(cfg, "positions")
