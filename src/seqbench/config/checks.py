@@ -265,12 +265,14 @@ def _locate(path: str, key: str):
 
 
 def _walk_targets(node, prefix: str = ""):
+    """(key, node) of every `_target_` node, each where it is written: an interpolation (module.optimizer:
+    ${optimizer}) is not followed, so a node is checked once, under its own key."""
     if isinstance(node, DictConfig):
         if "_target_" in node:
             yield prefix.rstrip("."), node
         for key in node:
-            if key != "hydra":
-                yield from _walk_targets(node._get_node(key), f"{prefix}{key}.")
+            if key != "hydra" and not OmegaConf.is_interpolation(node, key) and not OmegaConf.is_missing(node, key):
+                yield from _walk_targets(node[key], f"{prefix}{key}.")
 
 
 def _literal_values(annotation) -> tuple | None:
