@@ -81,7 +81,7 @@ def test_describe_counts_what_the_data_module_kept(tmp_path):
     assert (valid["pairs"], valid["before_length_filters"], valid["removed_by_length_filters"]) == (1, 2, 1)
     assert train["src"]["words"] == {"sentences": 3, "mean": 2.33, "median": 2, "p95": 3, "max": 3}
     assert train["tgt"]["buckets"] == {label: 3 if label == "1-10" else 0 for label in BUCKET_LABELS}
-    ids = [datamodule.encoded["train"][i][1] for i in range(3)]
+    ids = [datamodule.encoded["train"].source_ids(i) for i in range(3)]
     assert train["src"]["bpe_tokens_mean"] == round(sum(map(len, ids)) / 3, 2) > 0
     vocabulary = report["vocabulary"]
     assert vocabulary["word_types"] == {"src": 3, "tgt": 2}  # the filtered-out "a b c d e" / "x y z" not counted

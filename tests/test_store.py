@@ -86,10 +86,10 @@ def test_store_round_trip_equals_the_tokenizers_output(tmp_path):
         assert np.asarray(data.rows).tolist() == kept and len(data) == len(kept)
         src = tokenizers.encode_src([columns["src"][i] for i in kept])
         tgt = tokenizers.encode_tgt([columns["tgt"][i] for i in kept])
-        assert [data[i][1:] for i in range(len(data))] == list(zip(src, tgt))
+        assert [(data[i][1].tolist(), data[i][2].tolist()) for i in range(len(data))] == list(zip(src, tgt))
         assert data.src_lengths.tolist() == [len(s) for s in src]
         assert data.tgt_lengths.tolist() == [len(t) for t in tgt]
-        assert data.src.ids.dtype == id_type(80) == np.uint16
+        assert data[0][1].dtype == id_type(80) == np.uint16
     assert datamodule.text["test"]["src"] == [corpus.splits["test"]["src"][i] for i in np.asarray(
         datamodule.encoded["test"].rows)]
     assert datamodule.columns["test"]["n"] == np.asarray(datamodule.encoded["test"].rows).tolist()
@@ -102,16 +102,17 @@ def test_ids_get_the_narrowest_type():
 
 def test_the_training_split_is_not_held_in_memory(tmp_path):
     datamodule = _prepared(tmp_path)
-    assert "train" not in datamodule.text and isinstance(datamodule.encoded["train"].src.ids, np.memmap)
+    lengths = datamodule.encoded["train"].src_lengths
+    assert "train" not in datamodule.text and not lengths.flags.owndata and not lengths.flags.writeable  # mapped
     assert list(datamodule.sentences("train", "src")) == datamodule.corpus.splits["train"]["src"]
 
 
 def test_a_pickled_split_maps_its_files_again_instead_of_copying_them(tmp_path):
     split = _prepared(tmp_path).encoded["train"]
     payload = pickle.dumps(split)
-    assert len(payload) < 2_000 < split.src.ids.nbytes  # what a DataLoader worker started by spawn receives
+    assert len(payload) < 2_000 < split.src.lengths.nbytes * 4  # what a DataLoader worker started by spawn gets
     again = pickle.loads(payload)
-    assert [again[i] for i in range(len(again))] == [split[i] for i in range(len(split))]
+    assert [again.source_ids(i) for i in range(len(again))] == [split.source_ids(i) for i in range(len(split))]
 
 
 def test_a_killed_preparation_is_not_reused(tmp_path, monkeypatch):
@@ -147,13 +148,13 @@ def test_the_leftovers_of_a_killed_process_are_removed_and_never_read(tmp_path):
 
 def test_a_truncated_store_is_rebuilt_not_read(tmp_path, caplog):
     datamodule = _prepared(tmp_path)
-    expected = [datamodule.encoded["train"][i] for i in range(10)]
+    expected = [datamodule.encoded["train"].source_ids(i) for i in range(10)]
     ids = datamodule.store.directory / "train.tgt.ids.bin"
     ids.write_bytes(ids.read_bytes()[:10])
     with caplog.at_level(logging.WARNING):
         again = _prepared(tmp_path)
     assert "prepared store" in caplog.text and "rebuilding" in caplog.text
-    assert [again.encoded["train"][i] for i in range(10)] == expected
+    assert [again.encoded["train"].source_ids(i) for i in range(10)] == expected
 
 
 def test_a_store_of_another_tokenizer_or_corpus_version_is_rebuilt(tmp_path):
@@ -164,7 +165,7 @@ def test_a_store_of_another_tokenizer_or_corpus_version_is_rebuilt(tmp_path):
     second = _prepared(tmp_path, changed)
     assert second.store.directory != first_store and not first_store.exists()
     src = second.tokenizers.encode_src(changed.splits["valid"]["src"][:3])
-    assert [second.encoded["valid"][i][1] for i in range(3)] == src
+    assert [second.encoded["valid"].source_ids(i) for i in range(3)] == src
     # another tokenizer in the tokenizer's place (sealed: its cache entry is intact, but its vocabulary differs)
     from seqbench.data.cache import seal
     from seqbench.data.tokenizer import train_bpe
@@ -174,7 +175,34 @@ def test_a_store_of_another_tokenizer_or_corpus_version_is_rebuilt(tmp_path):
     seal(path)
     third = _prepared(tmp_path, changed)
     assert third.store.directory != second.store.directory
-    assert third.encoded["valid"][0][1] == third.tokenizers.encode_src(changed.splits["valid"]["src"][:1])[0]
+    assert third.encoded["valid"].source_ids(0) == third.tokenizers.encode_src(changed.splits["valid"]["src"][:1])[0]
+
+
+def test_once_prepared_a_run_opens_the_store_without_opening_the_corpus(tmp_path, monkeypatch):
+    from seqbench.data.cache import remove, seal
+    from seqbench.data.corpus import SyntheticCorpus
+
+    options = dict(train_size=120, valid_per_bucket=1, test_per_bucket=1)
+    first = _prepared(tmp_path, SyntheticCorpus(**options))
+    expected = list(first.train_dataloader().batch_sampler), first.text, first.columns
+    corpus = SyntheticCorpus(**options)
+    monkeypatch.setattr(corpus, "load", lambda cache_dir: pytest.fail("the corpus was opened"))
+    again = _prepared(tmp_path, corpus)  # what every rank of a run does once the data is prepared
+    assert (list(again.train_dataloader().batch_sampler), again.text, again.columns) == expected
+    assert again.store.directory == first.store.directory
+    monkeypatch.undo()
+    # the corpus rebuilt with other content under the same name (a new generator version): another store
+    entry = tmp_path / corpus.name / "dataset"
+    changed = corpus.load(tmp_path)
+    changed = DatasetDict({split: data.map(lambda row: {"src": row["src"] + " extra"}) for split, data in
+                           changed.items()})
+    changed.save_to_disk(str(tmp_path / "changed"))
+    remove(entry)
+    (tmp_path / "changed").rename(entry)
+    seal(entry)
+    rebuilt = _prepared(tmp_path, SyntheticCorpus(**options))
+    assert rebuilt.store.directory != first.store.directory and not first.store.directory.exists()
+    assert rebuilt.text["test"]["src"][0].endswith(" extra")
 
 
 def test_the_tokenizer_learns_from_a_seeded_sample_above_tokenizer_sample(tmp_path, monkeypatch):

@@ -1,8 +1,10 @@
 """Token-budget batching (fairseq's `max_tokens`): length-sorted buckets, shuffled per epoch, sharded per rank."""
 from __future__ import annotations
 
+import mmap
 import random
 from array import array
+from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -38,6 +40,22 @@ class Batches(Sequence[list[int]]):
     def tolist(self) -> list[list[int]]:
         return [self[b] for b in range(len(self))]
 
+    def save(self, directory: Path) -> None:
+        """order.bin and starts.bin in `directory` (int32 indices when they fit), for `load` to map."""
+        directory.mkdir(parents=True, exist_ok=True)
+        narrow = np.int32 if len(self.order) < 2**31 else np.int64
+        self.order.astype(narrow, copy=False).tofile(directory / f"order.{np.dtype(narrow).name}.bin")
+        self.starts.astype(np.int64, copy=False).tofile(directory / "starts.int64.bin")
+
+    @classmethod
+    def load(cls, directory: Path) -> Batches:
+        """Batches saved by `save`, mapped (every process of a run shares their pages)."""
+        arrays = {}
+        for path in directory.glob("*.bin"):
+            name, dtype, _ = path.name.split(".")
+            arrays[name] = _mapped(path, dtype)
+        return cls(arrays["order"], arrays["starts"])
+
     def halved(self, count: int) -> Batches:
         """The largest batch split in two, `count` times (largest first): more batches over the same sentences."""
         starts = self.starts.tolist()
@@ -48,6 +66,13 @@ class Batches(Sequence[list[int]]):
                 break
             starts.insert(largest + 1, starts[largest] + int(sizes[largest]) // 2)
         return Batches(self.order, np.asarray(starts, dtype=np.int64))
+
+
+def _mapped(path: Path, dtype: str) -> np.ndarray:
+    if path.stat().st_size == 0:  # an empty file cannot be mapped
+        return np.empty(0, dtype=dtype)
+    with path.open("rb") as f:
+        return np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), dtype=dtype)
 
 
 def _seeded_order(count: int, seed: int) -> np.ndarray:
@@ -171,22 +196,24 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         return len(self._my_indices()[1])
 
 
-def collate(examples: list[tuple[int, list[int], list[int]]]) -> dict[str, torch.Tensor]:
-    """(index, src_ids, tgt_ids) -> padded tensors. Masks are True on real tokens.
+def collate(examples: list[tuple[int, Sequence[int], Sequence[int]]]) -> dict[str, torch.Tensor]:
+    """(index, src_ids, tgt_ids) -> padded tensors. Masks are True on real tokens. Ids are lists or numpy arrays
+    (the prepared store's): rows are filled in numpy and turned into tensors once, not a tensor per sentence.
 
     tgt_in = <bos> y, tgt_out = y <eos>: the decoder predicts tgt_out[t] from tgt_in[:t+1] (teacher forcing).
     """
     batch_size = len(examples)
     src_len = max(len(s) for _, s, _ in examples)
     tgt_len = max(len(t) for _, _, t in examples) + 1
-    src = torch.full((batch_size, src_len), PAD_ID, dtype=torch.long)
-    tgt_in = torch.full((batch_size, tgt_len), PAD_ID, dtype=torch.long)
-    tgt_out = torch.full((batch_size, tgt_len), PAD_ID, dtype=torch.long)
+    src = np.full((batch_size, src_len), PAD_ID, dtype=np.int64)
+    tgt_in = np.full((batch_size, tgt_len), PAD_ID, dtype=np.int64)
+    tgt_out = np.full((batch_size, tgt_len), PAD_ID, dtype=np.int64)
     for row, (_, s, t) in enumerate(examples):
-        src[row, :len(s)] = torch.tensor(s)
+        src[row, :len(s)] = s
         tgt_in[row, 0] = BOS_ID
-        tgt_in[row, 1:len(t) + 1] = torch.tensor(t)
-        tgt_out[row, :len(t)] = torch.tensor(t)
+        tgt_in[row, 1:len(t) + 1] = t
+        tgt_out[row, :len(t)] = t
         tgt_out[row, len(t)] = EOS_ID
+    src = torch.from_numpy(src)
     return {"index": torch.tensor([i for i, _, _ in examples]), "src": src, "src_mask": src != PAD_ID,
-            "tgt_in": tgt_in, "tgt_out": tgt_out}
+            "tgt_in": torch.from_numpy(tgt_in), "tgt_out": torch.from_numpy(tgt_out)}

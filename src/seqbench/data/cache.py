@@ -92,6 +92,21 @@ def entry_lock(entry: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def seal_digest(entry: Path) -> str | None:
+    """What identifies the entry's content without reading it: the digest of its seal (which holds every file's
+    checksum), or None while it has none. The seal is not checked against the files here (`problem` does that)."""
+    try:
+        return hashlib.sha256(_seal_path(entry).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def intact(entry: Path, read: Callable[[], T]) -> T | None:
+    """`read()` the entry if it is there and intact, None otherwise (never builds): while holding its lock."""
+    with entry_lock(entry):
+        return read() if problem(entry) is None else None
+
+
 def cached(entry: Path, read: Callable[[], T], build: Callable[[], None], what: str) -> T:
     """`read()` the cache entry if it is intact; otherwise delete it, `build()` it (which writes `entry`), seal it
     and read it; all of it while holding the entry's lock."""

@@ -16,12 +16,14 @@ from torch.utils.data import DataLoader
 
 from seqbench.common.breakdowns import CorpusScoring
 from seqbench.common.errors import InputError
+from seqbench.common.io import atomic_path
 from seqbench.common.progress import progress_bar
 from seqbench.common.text import word_count
 from seqbench.data.batching import Batches, TokenBudgetBatchSampler, collate, plan_batches
+from seqbench.data.cache import cached, seal_digest
 from seqbench.data.corpus import SPLITS
 from seqbench.data.eval_split import EvalSplit
-from seqbench.data.store import CHUNK, Identity, Store, StoreSplit, corpus_digest, open_or_build
+from seqbench.data.store import CHUNK, Identity, Store, StoreSplit, corpus_digest, open_existing, open_or_build
 from seqbench.data.tokenizer import TokenizerPair
 
 log = logging.getLogger(__name__)
@@ -90,20 +92,49 @@ class Seq2SeqDataModule(L.LightningDataModule):
                              f"data.train_max_len / data.max_src_len / data.max_tgt_len or check the corpus")
         return rows
 
-    def _sample_tag(self, dataset) -> str:
-        """How the tokenizer's training text was chosen, for its cache key: "" (all of it) or "-sample<N>"."""
-        if not self.tokenizer_sample or dataset["train"].num_rows <= self.tokenizer_sample:
-            return ""
-        return f"-sample{self.tokenizer_sample}"
-
-    def _tokenizer_rows(self, dataset, kept: np.ndarray) -> np.ndarray:
+    def _tokenizer_rows(self, kept: np.ndarray) -> np.ndarray:
         """The training rows the tokenizer learns from: all of them, or a seeded sample of data.tokenizer_sample
         (seeded alike for every run seed, so all seeds share one tokenizer and one store)."""
-        if not self._sample_tag(dataset) or len(kept) <= self.tokenizer_sample:
+        if not self.tokenizer_sample or len(kept) <= self.tokenizer_sample:
             return kept
         return kept[np.sort(np.random.default_rng(0).choice(len(kept), self.tokenizer_sample, replace=False))]
 
+    def _tokenizer_options(self) -> dict:
+        tag = f"-sample{self.tokenizer_sample}" if self.tokenizer_sample else ""
+        return {"vocab_size": self.vocab_size, "shared": self.shared_vocab, "tag": tag}
+
     def _load(self) -> None:
+        # The tokenizer is trained on the filtered training text, so the filters are part of its cache key.
+        parent = self.cache_dir / self.corpus.name / self._filters_key()
+        self.store = self._prepared(parent) or self._prepare(parent)
+        self.encoded = dict(self.store.splits)
+        for split, entry in self.store.meta["splits"].items():
+            self.raw_sizes[split] = entry["raw_pairs"]
+            self.filter_counts[split] = entry["raw_pairs"] - entry["pairs"]
+        for split in SPLITS[1:]:  # the evaluation splits: small, their text and columns kept for scoring
+            self.text[split], self.columns[split] = self.store.evaluation_text(split)
+        log.info("corpus %s: %s", self.corpus.name, ", ".join(
+            f"{split} {len(self.encoded[split])}" + (f" ({self.filter_counts[split]} removed by length filters)"
+                                                     if self.filter_counts[split] else "") for split in SPLITS))
+
+    def _corpus_version(self) -> str | None:
+        """The cached corpus's version without reading it: its cache entry's seal (corpora cache themselves at
+        <cache_dir>/<name>/dataset); None for a corpus without one (held in memory)."""
+        return seal_digest(self.cache_dir / self.corpus.name / "dataset")
+
+    def _prepared(self, parent: Path) -> Store | None:
+        """The store prepared before from this corpus version with these tokenizers, opened without loading the
+        corpus: what every process of a run does once the data is prepared (a corpus's Arrow files, opened, put
+        hundreds of MB of their pages into each process)."""
+        version = self._corpus_version()
+        tokenizers = TokenizerPair.load_cached(parent, **self._tokenizer_options()) if version else None
+        if tokenizers is None:
+            return None
+        self.tokenizers = tokenizers
+        return open_existing(tokenizers.directory, Identity(version, tokenizers.digest(), self._filters_key()))
+
+    def _prepare(self, parent: Path) -> Store:
+        """Loads (or builds) the corpus, then the tokenizers and the store, building what is missing."""
         dataset = self.corpus.load(self.cache_dir)
         kept: dict[str, np.ndarray] = {}
 
@@ -113,26 +144,13 @@ class Seq2SeqDataModule(L.LightningDataModule):
             return kept[split]
 
         def training_texts() -> tuple[Iterator[str], Iterator[str]]:
-            rows = self._tokenizer_rows(dataset, kept_rows("train"))
+            rows = self._tokenizer_rows(kept_rows("train"))
             return (_column(dataset["train"], rows, side) for side in ("src", "tgt"))
 
-        # The tokenizer is trained on the filtered training text, so the filters are part of its cache key.
-        parent = self.cache_dir / self.corpus.name / self._filters_key()
-        self.tokenizers = TokenizerPair.load_or_train(parent, training_texts, self.vocab_size, self.shared_vocab,
-                                                      tag=self._sample_tag(dataset))
-        identity = Identity(corpus_digest(dataset), self.tokenizers.digest(), self._filters_key())
-        self.store = open_or_build(self.tokenizers.directory, identity, dataset, kept_rows, self.tokenizers)
-        self.encoded = dict(self.store.splits)
-        for split, entry in self.store.meta["splits"].items():
-            self.raw_sizes[split] = entry["raw_pairs"]
-            self.filter_counts[split] = entry["raw_pairs"] - entry["pairs"]
-        for split in SPLITS[1:]:  # the evaluation splits: small, their text and columns kept for scoring
-            rows = dataset[split].select(np.asarray(self.encoded[split].rows)).to_dict()
-            self.text[split] = {"src": rows.pop("src"), "tgt": rows.pop("tgt")}
-            self.columns[split] = rows
-        log.info("corpus %s: %s", self.corpus.name, ", ".join(
-            f"{split} {len(self.encoded[split])}" + (f" ({self.filter_counts[split]} removed by length filters)"
-                                                     if self.filter_counts[split] else "") for split in SPLITS))
+        self.tokenizers = TokenizerPair.load_or_train(parent, training_texts, **self._tokenizer_options())
+        version = self._corpus_version() or corpus_digest(dataset)
+        identity = Identity(version, self.tokenizers.digest(), self._filters_key())
+        return open_or_build(self.tokenizers.directory, identity, dataset, kept_rows, self.tokenizers)
 
     def sentences(self, split: str, side: str) -> Iterator[str]:
         """The filtered sentences of one side of a split, the training split's streamed from the corpus."""
@@ -160,12 +178,28 @@ class Seq2SeqDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         data = self.encoded["train"]
-        batches = plan_batches(data.src_lengths, data.tgt_lengths.astype(np.int32) + 1,  # +1: the <eos>
-                               self.max_tokens, self.max_sentences, seed=self.seed)
+        batches = self._training_plan()
         # Lightning's overfit_batches (debug=overfit) needs the same batches every epoch, and it cannot turn off the
         # shuffling of a batch sampler itself.
         overfit = self.trainer is not None and self.trainer.overfit_batches > 0
         return self._loader(data, batches, shuffle=not overfit, resumable=True)
+
+    def _training_plan(self) -> Batches:
+        """The training split's batches, planned once per token budget and seed and kept beside the store: every
+        rank and every later run of that seed maps the plan (planning a 4.5M-pair split takes seconds and ~100 MB
+        for a moment)."""
+        directory = self.store.directory
+        entry = directory.with_name(f"{directory.name}.plans") / (
+            f"tokens{self.max_tokens}-sentences{self.max_sentences or 0}-seed{self.seed}")
+        data = self.encoded["train"]
+
+        def build() -> None:
+            plan = plan_batches(data.src_lengths, np.add(data.tgt_lengths, 1, dtype=np.int32),  # +1: the <eos>
+                                self.max_tokens, self.max_sentences, seed=self.seed)
+            with atomic_path(entry) as tmp:
+                plan.save(tmp)
+
+        return cached(entry, lambda: Batches.load(entry), build, "batch plan")
 
     def val_dataloader(self) -> DataLoader:
         split = self.evaluation("valid")

@@ -15,7 +15,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from seqbench.common.io import atomic_path
 from seqbench.common.progress import enabled as progress_enabled
 from seqbench.common.tokens import SPECIAL_TOKENS, UNK
-from seqbench.data.cache import cached
+from seqbench.data.cache import cached, intact
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> Tokenizer:
@@ -54,6 +54,18 @@ class TokenizerPair:
                     train_bpe(itertools.chain(src, tgt) if shared else (src, tgt)[side], vocab_size).save(str(tmp))
 
             toks.append(cached(path, lambda path=path: Tokenizer.from_file(str(path)), build, "tokenizer"))
+        pair = cls(toks[0], toks[-1])
+        pair.directory = directory
+        return pair
+
+    @classmethod
+    def load_cached(cls, directory: Path, vocab_size: int, shared: bool, tag: str = "") -> TokenizerPair | None:
+        """The tokenizers `load_or_train` would return, if they are cached and intact; None otherwise."""
+        directory = Path(directory) / f"bpe-{'shared' if shared else 'separate'}-{vocab_size}{tag}"
+        toks = [intact(path, lambda path=path: Tokenizer.from_file(str(path)))
+                for path in cls._files(directory, shared)]
+        if any(tok is None for tok in toks):
+            return None
         pair = cls(toks[0], toks[-1])
         pair.directory = directory
         return pair
