@@ -6,12 +6,13 @@
     seqbench data benchmark --pairs 50000 4500000 --work WORK --out docs/results/scale/NAME
 
 prepare builds what a training run would build on first use (the cached corpus, the BPE tokenizers, the prepared
-store every process maps) and prints the store's size; do it once before a multi-GPU or cluster run. describe prints
-what seqbench.data.describe reports: pairs per split, length histograms in words by bucket (1-10, ..., 61+) for source
-and target, and vocabulary sizes. generate writes a WMT-sized synthetic TSV corpus (train/valid/test.tsv) for the
-data-path benchmark (seqbench.data.wmt_like): `data=files data.corpus.format=tsv data.corpus.train=OUT/train.tsv ...`.
-benchmark measures, per corpus size, preparing (time, peak memory, store size) and a second start under 2-process
-DDP (time to the first update, each rank's peak memory) into OUT/scale.json (seqbench.measure.scale).
+store every process maps, the training batch plan of the config's seed) and prints the store's size; do it once
+before a multi-GPU or cluster run. describe prints what seqbench.data.describe reports: pairs per split, length
+histograms in words by bucket (1-10, ..., 61+) for source and target, and vocabulary sizes. generate writes a
+WMT-sized synthetic TSV corpus (train/valid/test.tsv) for the data-path benchmark (seqbench.data.wmt_like):
+`data=files data.corpus.format=tsv data.corpus.train=OUT/train.tsv ...`. benchmark measures, per corpus size,
+preparing (time, peak memory, store size) and a second start under 2-process DDP (time to the first update, each
+rank's peak memory) into OUT/scale.json (seqbench.measure.scale).
 """
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def print_store(summary: dict) -> None:
                        f"tokens)" for split, entry in summary["splits"].items())
     print(f"corpus {summary['corpus']}: prepared store {summary['store']} in the cache "
           f"({summary['seconds']:.1f} s): {splits}; {summary['bytes'] / 2**20:,.1f} MiB, "
-          f"{summary['bytes_per_token']} bytes per token ({summary['ids_type']} ids)")
+          f"{summary['bytes_per_token']} bytes per token ({summary['ids_type']} ids); "
+          f"{summary['training_batches']:,} training batches planned")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

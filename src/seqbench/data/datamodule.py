@@ -178,13 +178,13 @@ class Seq2SeqDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         data = self.encoded["train"]
-        batches = self._training_plan()
+        batches = self.training_plan()
         # Lightning's overfit_batches (debug=overfit) needs the same batches every epoch, and it cannot turn off the
         # shuffling of a batch sampler itself.
         overfit = self.trainer is not None and self.trainer.overfit_batches > 0
         return self._loader(data, batches, shuffle=not overfit, resumable=True)
 
-    def _training_plan(self) -> Batches:
+    def training_plan(self) -> Batches:
         """The training split's batches, planned once per token budget and seed and kept beside the store: every
         rank and every later run of that seed maps the plan (planning a 4.5M-pair split takes seconds and ~100 MB
         for a moment)."""

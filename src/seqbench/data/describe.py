@@ -19,9 +19,11 @@ def describe(datamodule: Seq2SeqDataModule) -> dict:
 
 
 def prepare(datamodule: Seq2SeqDataModule) -> dict:
-    """Builds (or finds) the data module's cached corpus, tokenizers and prepared store; the store's summary."""
+    """Builds (or finds) the data module's cached corpus, tokenizers, prepared store and training batch plan (for its
+    seed and token budget); the store's summary."""
     datamodule.prepare_data()
-    return {"corpus": datamodule.corpus.name, **datamodule.store.summary()}
+    plan = datamodule.training_plan()
+    return {"corpus": datamodule.corpus.name, **datamodule.store.summary(), "training_batches": len(plan)}
 
 
 def _split(datamodule: Seq2SeqDataModule, split: str) -> dict:
