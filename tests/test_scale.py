@@ -67,3 +67,19 @@ def test_the_scale_table_is_generated_from_its_record(tmp_path):
     assert "| 4,500,000 | 15.0 min | 800 | 13,500.0 | 2.47 | 12.3 s | 1,390 / 1,300 |" in rendered
     assert "+90 / +50 MB" in rendered and "load average 0.4-1.2" in rendered
     assert render(rendered, tmp_path) == rendered
+
+
+def test_the_throughput_ab_beside_the_record_is_rendered(tmp_path):
+    folder = _record(tmp_path)
+    rounds = [{"version": v, "target_tokens_per_s": t, "load_average_max": 1.5} for v, t in
+              (("old", 100.0), ("new", 101.0), ("new", 99.0), ("old", 100.0))]
+    (folder / "ab.json").write_text(json.dumps({"what": "quickstart training throughput, new / old, interleaved",
+                                                "command": "python train.py", "rounds": rounds,
+                                                "ratio_of_medians": 1.0, "round_ratios": [1.01, 0.99],
+                                                "loader_ms_per_batch": {"old": 2.0, "new": 0.5},
+                                                "loader_command": "the loader"}))
+    rendered = render("<!-- headline: docs/results/scale/x --scale -->\n<!-- /headline -->\n", tmp_path)
+    assert "`ab.json`: quickstart training throughput, new / old, interleaved (target tokens/s after warm-up, in " \
+           "one run): ratio of medians 1.000 over 2 rounds (each round's ratio: 1.010, 0.990; highest 1-minute load " \
+           "average while timed 1.5)" in rendered
+    assert "Loading alone (the loader): 0.50 ms a batch against 2.00 ms." in rendered

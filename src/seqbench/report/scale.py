@@ -41,4 +41,20 @@ def scale_headline(directory: str | Path, shown: str | None = None) -> str:
               f"and the times are upper bounds). Vocabulary {record['vocab_size']:,} per side, ids "
               f"{sizes[-1]['store']['ids_type']}; second start: `{' '.join(record['second_start_overrides'])}`. "
               f"Command: `{record['command']}`; record: `{shown or directory}`.")
-    return "\n".join([markdown_rows(header, rows), "", footer]) + "\n"
+    return "\n".join([markdown_rows(header, rows), "", footer, *_throughput(Path(directory))]) + "\n"
+
+
+def _throughput(directory: Path) -> list[str]:
+    """The record's interleaved A/B runs of quickstart training throughput (ab*.json beside scale.json), each one."""
+    lines = []
+    for path in sorted(directory.glob("ab*.json")):
+        ab = json.loads(path.read_text())
+        rounds = ", ".join(f"{ratio:.3f}" for ratio in ab["round_ratios"])
+        loads = [r["load_average_max"] for r in ab["rounds"] if r.get("load_average_max") is not None]
+        loading = (f" Loading alone ({ab['loader_command']}): {ab['loader_ms_per_batch']['new']:.2f} ms a batch "
+                   f"against {ab['loader_ms_per_batch']['old']:.2f} ms." if "loader_ms_per_batch" in ab else "")
+        lines += ["", f"`{path.name}`: {ab['what']} (target tokens/s after warm-up, in one run): ratio of medians "
+                      f"{ab['ratio_of_medians']:.3f} over {len(ab['round_ratios'])} rounds (each round's ratio: "
+                      f"{rounds}; highest 1-minute load average while timed {max(loads):.1f}). Command: "
+                      f"`{ab['command']}`{' (' + ab['command_note'] + ')' if 'command_note' in ab else ''}.{loading}"]
+    return lines
