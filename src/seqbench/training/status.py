@@ -10,14 +10,27 @@ loops. `SignalGuard` is installed for the whole run instead:
 - outside (data preparation, measurements), the run stops at once: everything before is in the run directory;
 - either way the run raises `Interrupted`, results.json records `"status": "interrupted"`, and `seqbench train` exits
   with 128 + the signal number (143 for SIGTERM, 130 for SIGINT), never 0. A second Ctrl+C stops without saving.
+
+`record_stop` writes the stopped run's results.json (its status, phase, update and the checkpoint to resume from).
 """
 from __future__ import annotations
 
+import logging
 import signal
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
+from omegaconf import DictConfig
+
+from seqbench.common.errors import DiskFullError, InputError
+from seqbench.common.portable import relative
+from seqbench.rundir.layout import RunDir
+from seqbench.rundir.results import read_results, write_status
+from seqbench.training.resume import recorded_config
+
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+log = logging.getLogger("seqbench.training.run")  # the run's logger: its lines keep the name they always had
 
 
 class Interrupted(Exception):
@@ -92,3 +105,24 @@ def guarded() -> Iterator[SignalGuard]:
         yield guard
     finally:
         guard.uninstall()
+
+
+def record_stop(cfg: DictConfig, run_dir: Path, status: str, error: BaseException, trainer, phase: str) -> None:
+    """The stopped run's record (`trainer`: None before there is one), unless the directory holds a completed one (a
+    later attempt's failure never overwrites a finished result; its error line is on stderr) or the disk is too full
+    to write it."""
+    if trainer is not None and not trainer.is_global_zero:
+        return
+    try:
+        if read_results(run_dir).get("status") == "completed":
+            log.warning("%s keeps its completed results.json; this attempt ended %s: %s", run_dir, status, error)
+            return
+    except InputError:
+        pass  # no record, or an unreadable one: this one replaces it
+    last = RunDir(run_dir).last_checkpoint
+    try:
+        write_status(run_dir, status, error, phase=phase, step=trainer.global_step if trainer is not None else None,
+                     resume_checkpoint=relative(last, run_dir) if last.is_file() else None, label=cfg.compare.label,
+                     seed=cfg.seed, run_dir=".", config=recorded_config(cfg))
+    except DiskFullError:
+        pass  # the run's own error line names the full disk

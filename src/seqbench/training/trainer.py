@@ -1,0 +1,56 @@
+"""The run's Lightning Trainer: built from the config's trainer, loggers and callbacks with the recorders, and read
+after fit (the best checkpoint, what stopped training, the passes over the data)."""
+from __future__ import annotations
+
+from hydra.utils import instantiate
+from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor, Timer
+from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
+from omegaconf import DictConfig
+
+from seqbench.loggers.csv_logger import ResumableCSVLogger
+from seqbench.loggers.wandb_logger import WandbLogger
+from seqbench.training.callbacks import AtomicCheckpointIO
+from seqbench.training.measurements import Recorders
+
+
+def build_trainer(cfg: DictConfig, recorders: Recorders, resumed_at: int | None):
+    """The Lightning Trainer with the config's loggers and callbacks and the recorders."""
+    loggers = [instantiate(c) for c in cfg.get("logger", {}).values() if c is not None] or False
+    for logger in loggers or []:  # a resumed run continues its metrics.csv and its W&B run
+        if isinstance(logger, (ResumableCSVLogger, WandbLogger)) and resumed_at is not None:
+            logger.resume_from(resumed_at)
+    callbacks = [recorders.throughput, recorders.curve,
+                 *(instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None)]
+    if not loggers:  # logger=none: LearningRateMonitor refuses a Trainer without a logger; there is nothing to log to
+        callbacks = [c for c in callbacks if not isinstance(c, LearningRateMonitor)]
+    return instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
+
+
+def best_checkpoint(trainer) -> str | None:
+    """The checkpoint callback's best checkpoint, or None without one."""
+    checkpoint = trainer.checkpoint_callback
+    return checkpoint.best_model_path if checkpoint is not None and checkpoint.best_model_path else None
+
+
+def stopped_by(trainer) -> str:
+    """What ended training: "max_steps" (the update budget), "early_stopping", "max_time" (the wall-clock guard: the
+    run did not get its budget, and the report says so) or "max_epochs"."""
+    if 0 < trainer.max_steps <= trainer.global_step:
+        return "max_steps"
+    if any(isinstance(c, EarlyStopping) and c.stopping_reason != EarlyStoppingReason.NOT_STOPPED
+           for c in trainer.callbacks):
+        return "early_stopping"
+    timer = next((c for c in trainer.callbacks if isinstance(c, Timer)), None)
+    remaining = timer.time_remaining() if timer is not None else None  # None: no duration, nothing to run out
+    if remaining is not None and remaining <= 0:
+        return "max_time"
+    return "max_epochs"
+
+
+def epochs_trained(trainer) -> float | None:
+    """Updates / batches per epoch: the passes over the training data, fractional when training stopped mid-epoch.
+    (Lightning's current_epoch is not it: a run resumed after its last update keeps the checkpoint's epoch.)"""
+    batches = trainer.num_training_batches
+    if not batches or batches == float("inf"):
+        return None
+    return trainer.global_step * trainer.accumulate_grad_batches / batches
