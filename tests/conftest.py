@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import logging
 import os
 from pathlib import Path
 
@@ -24,6 +25,20 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
+
+@pytest.fixture(autouse=True)
+def _no_log_handlers_on_closed_streams():
+    """Hydra's job logging (a training run in-process) attaches StreamHandlers to the sys.stdout/stderr that pytest
+    lent the test that ran it, and pytest closes those afterwards: a later test's log record (sacreBLEU's bootstrap
+    logs at INFO) would print "--- Logging error ---" into that test's stderr. Such handlers are removed first."""
+    loggers = [logging.getLogger(), *(logger for logger in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(logger, logging.Logger))]
+    for logger in loggers:
+        for handler in list(logger.handlers):
+            if getattr(getattr(handler, "stream", None), "closed", False):
+                logger.removeHandler(handler)
+    yield
+
 
 # Every architecture and variant, tiny. The contract tests run over all of these; a new model adds a line here.
 MODEL_CASES = {
