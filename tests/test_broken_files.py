@@ -215,6 +215,21 @@ def test_export_into_a_read_only_folder_is_one_line(trained_run, tmp_path, capsy
     assert os.strerror(errno.EACCES) in line and list(folder.iterdir()) == []
 
 
+def _drain(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """stdout and stderr until the process ends, stdin left open (communicate() would close it: an EOF, not a ^C)."""
+    import threading
+
+    out: dict[str, str] = {}
+    readers = [threading.Thread(target=lambda name=name: out.__setitem__(name, getattr(proc, name).read()))
+               for name in ("stdout", "stderr")]
+    for reader in readers:
+        reader.start()
+    proc.wait(timeout=timeout)
+    for reader in readers:
+        reader.join(timeout=30)
+    return out.get("stdout", ""), out.get("stderr", "")
+
+
 @pytest.mark.integration
 def test_ctrl_c_while_translate_reads_stdin_exits_130_without_a_traceback(trained_run, tmp_path):
     home = tmp_path / "home"
@@ -230,8 +245,7 @@ def test_ctrl_c_while_translate_reads_stdin_exits_130_without_a_traceback(traine
         assert ready, "no translation came back"
         first = proc.stdout.readline()
         proc.send_signal(signal.SIGINT)  # while it waits for the next line, stdin open as a terminal keeps it
-        proc.wait(timeout=120)
-        rest, err = proc.communicate(timeout=60)
+        rest, err = _drain(proc, timeout=120)  # reading both pipes: a full stderr pipe must not block its exit
     finally:
         proc.kill()
     assert proc.returncode == 130, err[-3000:]

@@ -54,7 +54,9 @@ def test_multirun_logs_one_wandb_run_per_job_with_config_and_tables(tmp_path):
         config = run["config"]  # the whole resolved config, nested as in results.json
         assert config["seed"] == seed and config["model"]["d_model"] == 32
         assert config["task_name"] == results["config"]["task_name"]
-        assert config["data"] == results["config"]["data"]
+        # results.json records locations as ${paths.<key>} (portable); W&B gets them resolved, for this machine
+        assert {**config["data"], "cache_dir": "${paths.cache_dir}"} == results["config"]["data"]
+        assert config["data"]["cache_dir"] == str(tmp_path / "cache")
         assert run["summary"]["test/bleu"] == pytest.approx(results["test"]["bleu"])
         assert run["summary"]["parameters"] == results["parameters"]
         media = wandb_dir / "files" / "media"
