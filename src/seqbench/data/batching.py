@@ -53,7 +53,7 @@ class Batches(Sequence[list[int]]):
         arrays = {}
         for path in directory.glob("*.bin"):
             name, dtype, _ = path.name.split(".")
-            arrays[name] = _mapped(path, dtype)
+            arrays[name] = mapped_array(path, dtype)
         return cls(arrays["order"], arrays["starts"])
 
     def halved(self, count: int) -> Batches:
@@ -68,7 +68,8 @@ class Batches(Sequence[list[int]]):
         return Batches(self.order, np.asarray(starts, dtype=np.int64))
 
 
-def _mapped(path: Path, dtype: str) -> np.ndarray:
+def mapped_array(path: Path, dtype: str) -> np.ndarray:
+    """The file as a read-only array over a memory map (for arrays read whole: lengths, rows, batch plans)."""
     if path.stat().st_size == 0:  # an empty file cannot be mapped
         return np.empty(0, dtype=dtype)
     with path.open("rb") as f:

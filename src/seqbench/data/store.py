@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import mmap
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ import torch
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_path
 from seqbench.common.progress import progress_bar
+from seqbench.data.batching import mapped_array
 from seqbench.data.cache import cached, intact, remove
 from seqbench.data.tokenizer import TokenizerPair
 
@@ -88,7 +88,7 @@ class _Side:
 
     def __init__(self, directory: Path, split: str, side: str, ids_type: str, lengths_type: str):
         self.ids_type = np.dtype(ids_type)
-        self.lengths = _map(directory / f"{split}.{side}.lengths.bin", lengths_type)
+        self.lengths = mapped_array(directory / f"{split}.{side}.lengths.bin", lengths_type)
         self._ids = open(directory / f"{split}.{side}.ids.bin", "rb", buffering=0)  # open while the split is
         self._offsets = open(directory / f"{split}.{side}.offsets.bin", "rb", buffering=0)
 
@@ -105,14 +105,6 @@ def _read_at(file, size: int, offset: int) -> bytes:
     return file.read(size)
 
 
-def _map(path: Path, dtype: str) -> np.ndarray:
-    """The file as a read-only array over a memory map (the whole of it is read: lengths, rows)."""
-    if path.stat().st_size == 0:  # an empty file cannot be mapped
-        return np.empty(0, dtype=dtype)
-    with path.open("rb") as f:
-        return np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), dtype=dtype)
-
-
 class StoreSplit(torch.utils.data.Dataset):
     """The token ids of one split; items are (index, source ids, target ids) for `collate`, ids as numpy arrays.
 
@@ -122,7 +114,7 @@ class StoreSplit(torch.utils.data.Dataset):
 
     def __init__(self, directory: Path, split: str, meta: dict):
         self.directory, self.split, self.meta = Path(directory), split, meta
-        self.rows = _map(self.directory / f"{split}.rows.bin", "int64")
+        self.rows = mapped_array(self.directory / f"{split}.rows.bin", "int64")
         self.src, self.tgt = (_Side(self.directory, split, side, meta["ids_type"], meta["lengths_type"])
                               for side in SIDES)
 
