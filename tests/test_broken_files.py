@@ -237,7 +237,8 @@ def test_ctrl_c_while_translate_reads_stdin_exits_130_without_a_traceback(traine
     env = dict(os.environ, HOME=str(home), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     proc = subprocess.Popen([sys.executable, "-m", "seqbench", "translate", str(trained_run), "--beam", "1"],
                             env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True,  # xdist workers ignore SIGINT and a child inherits that: restore a shell's
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         proc.stdin.write("a sentence to translate\n")
         proc.stdin.flush()
