@@ -1,13 +1,14 @@
 """Runs as models and seeds: grouping finished runs by label, and another toolkit's output as one more run."""
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
 from seqbench.common.errors import InputError
 from seqbench.common.io import read_lines
 from seqbench.common.text import DEFAULT_LENGTH_EDGES
-from seqbench.rundir.reader import Run
+from seqbench.rundir.reader import Run, load_runs
 from seqbench.scoring.evaluation import Evaluator
 
 
@@ -24,6 +25,34 @@ def group_by_label(runs: list[Run], split: str = "test") -> dict[str, list[Run]]
         return sum(scores) / len(scores) if scores else -math.inf
 
     return {label: groups[label] for label in sorted(groups, key=mean_bleu, reverse=True)}
+
+
+def is_search_dir(path: str | Path) -> bool:
+    """A successive-halving search's directory (`seqbench sweep SEARCH.yaml`): its summary.json names the search."""
+    summary = Path(path) / "summary.json"
+    return summary.is_file() and json.loads(summary.read_text(encoding="utf-8")).get("search", {}).get(
+        "search") == "successive_halving"
+
+
+def search_groups(search_dir: str | Path) -> dict[str, list[Run]]:
+    """A search's result as models and seeds: per family, the runs of the recipe it chose (the search's own run at the
+    last rung and the confirmation's seeds), {family: runs by seed}, best mean test BLEU first. Only families whose
+    confirmation is complete: a family still searching has no recipe to show."""
+    search_dir = Path(search_dir)
+    summary = json.loads((search_dir / "summary.json").read_text(encoding="utf-8"))
+    jobs = {job["key"]: job for job in summary["jobs"]}
+    last, seeds = summary["search"]["rungs"][-1], summary["search"]["confirm"]["seeds"]
+    own = summary["search"]["constants"]["seed"]
+    runs = []
+    for family, state in summary["families"].items():
+        if state["chosen"] is None:
+            continue
+        index = state["chosen"]["index"]
+        keys = [f"{family}/{'search' if s == own else 'confirm'}/{index}/{last}/{s}" for s in seeds]
+        runs += [run for key in keys for run in load_runs([f"{family}={search_dir / jobs[key]['run_dir']}"])]
+    if not runs:
+        raise InputError(f"{search_dir}: no family's search has chosen its recipe yet (see its summary.md)")
+    return group_by_label(runs)
 
 
 def check_one_budget_per_model(groups: dict[str, list[Run]]) -> None:

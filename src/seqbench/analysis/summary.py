@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Callable
 
+from scipy import stats
+
 from seqbench.analysis.seeds import compare_seeds, spread, with_holm
 from seqbench.common.nested import get_path
 from seqbench.common.text import bucket_start
@@ -111,6 +113,31 @@ def bucket_significance(groups: dict[str, list[Run]], split: str, breakdown: Bre
         if tests:
             out[(label_a, label_b)] = tests
     return out
+
+
+def length_slope(run: Run, split: str = "test") -> float | None:
+    """How fast a run's BLEU falls with source length: the least-squares slope (scipy.stats.linregress) of its
+    bucket BLEU over the bucket midpoints, in BLEU per 10 words. Closed buckets only: an open last bucket (61+) has no
+    midpoint, so it is tested on its own (bucket_significance). None with fewer than three closed buckets."""
+    points = [((b["min_words"] + b["max_words"]) / 2, b["bleu"]) for b in BY_LENGTH.entries(run, split)
+              if b.get("max_words") is not None and b.get("bleu") is not None]
+    if len(points) < 3:
+        return None
+    lengths, scores = zip(*points)
+    return 10 * float(stats.linregress(lengths, scores).slope)
+
+
+def slope_significance(groups: dict[str, list[Run]], split: str = "test") -> dict:
+    """Every two models' length slopes (`length_slope`, one per seed) compared over seeds, Holm-corrected across the
+    pairs: {(label_a, label_b): {SeedTest's fields, "holm_p", "slopes": (A's per seed, B's per seed)}}. The claim of
+    Bahdanau et al.'s Fig. 2 is this one: that one model's BLEU falls faster with length than the other's."""
+    tests = {}
+    for label_a, label_b in combinations(groups, 2):
+        slopes = [[v for r in groups[label] if (v := length_slope(r, split)) is not None]
+                  for label in (label_a, label_b)]
+        if min(map(len, slopes)) >= 2:
+            tests[(label_a, label_b)] = {**compare_seeds(*slopes)._asdict(), "slopes": tuple(slopes)}
+    return with_holm(tests)
 
 
 def max_p(tests: list[dict]) -> float:

@@ -7,9 +7,11 @@ interval and the permutation p over seeds (Holm-adjusted, with the floor the des
 to a validation BLEU (machine-independent) where the runs recorded learning curves.
 
 A document holds blocks between `<!-- headline: ARGS -->` and `<!-- /headline -->`, ARGS being the records'
-directories (one preset's, or several whose models share one table) and options (--target-bleu BLEU, --by-length for
-BLEU by source length, --train-flops for what a fixed update budget does and does not hold equal: each model's
-training target tokens and analytic training FLOPs, throughput.tokens_seen and throughput.train_flops), or several
+directories (one preset's, several whose models share one table, or a successive-halving search's: its families'
+chosen recipes) and options (--target-bleu BLEU, --by-length for BLEU by source length, --length-tests for that with
+the per-bucket and slope tests over seeds, --train-flops for what a fixed update budget does and does not hold equal:
+each model's training target tokens and analytic training FLOPs, throughput.tokens_seen and throughput.train_flops),
+or several
 directories and --by-budget: the same models trained for different numbers of updates, one column per budget
 (`budget_headline`), or `seqbench bench` records and --bench: their speed ratios, one column per record
 (seqbench.report.bench.speed_headline), or a `seqbench data benchmark` record and --scale: the data path's cost by
@@ -19,13 +21,28 @@ its records disagree.
 """
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
 
 from seqbench.analysis.compute import compute_to_target, has_compute_curves
-from seqbench.analysis.runs import check_one_budget_per_model, group_by_label, timed_while_shared
-from seqbench.analysis.summary import BY_LENGTH, seed_significance, summary_rows
+from seqbench.analysis.runs import (
+    check_one_budget_per_model,
+    group_by_label,
+    is_search_dir,
+    search_groups,
+    timed_while_shared,
+)
+from seqbench.analysis.seeds import spread
+from seqbench.analysis.summary import (
+    BY_LENGTH,
+    bucket_significance,
+    length_slope,
+    seed_significance,
+    slope_significance,
+    summary_rows,
+)
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
 from seqbench.common.nested import get_path
@@ -34,6 +51,7 @@ from seqbench.report.markdown import (
     cell,
     difference_text,
     holm_text,
+    markdown_bucket_tests,
     markdown_by_bucket,
     markdown_rows,
     seed_test,
@@ -51,19 +69,21 @@ def _last_bucket(runs) -> tuple[str, list[float]]:
 
 
 def headline(directories: str | Path | list[str | Path], target: float = 80.0, shown: list[str] | None = None,
-             by_length: bool = False, train_flops: bool = False) -> str:
+             by_length: bool = False, train_flops: bool = False, length_tests: bool = False) -> str:
     """The generated block for the records under `directories` (a preset's multirun, seeds of several models; more
     directories add models, e.g. another recipe of one family as its own label); `shown`: how the block names the
     directories (default: as given); `by_length`: BLEU by source length too; `train_flops`: each model's training
     target tokens and analytic training FLOPs over the whole budget (means over seeds), so a table at equal updates
-    shows what was and was not equal."""
-    from seqbench.analysis.seeds import spread
-
+    shows what was and was not equal; `length_tests`: BLEU by length with, per bucket, the seed-level test of every
+    pair (Holm across the pair's buckets) and the test of the slope of BLEU over length. A successive-halving search's
+    directory (alone) shows each family's chosen recipe with its confirmation seeds."""
     directories = [directories] if isinstance(directories, (str, Path)) else list(directories)
-    runs = load_runs(directories)
-    if not runs:
-        raise InputError(f"{', '.join(map(str, directories))}: no completed results.json")
-    groups = group_by_label(runs, "test")
+    if len(directories) == 1 and is_search_dir(directories[0]):
+        groups = search_groups(directories[0])
+        runs = [run for members in groups.values() for run in members]
+    else:
+        runs = load_runs(directories)
+        groups = group_by_label(runs, "test")
     check_one_budget_per_model(groups)
     rows = summary_rows(groups, "test")
     tests = seed_significance(groups, "test")
@@ -96,7 +116,9 @@ def headline(directories: str | Path | list[str | Path], target: float = 80.0, s
     shown = shown or [Path(d).as_posix() for d in directories]
     floor = next(iter(tests.values()))["p_floor"] if tests else None
     lengths = ["", "Test BLEU by source length (words; sentences per bucket), means ± 95% CI over seeds:", "",
-               markdown_by_bucket(groups, "test", BY_LENGTH)] if by_length else []
+               markdown_by_bucket(groups, "test", BY_LENGTH)] if by_length or length_tests else []
+    if length_tests:
+        lengths += _length_tests(groups)
     lines = [markdown_rows(header, body), *lengths, "",
              f"Axis: {', '.join(rows_['label'] for rows_ in rows)} on {runs[0].results['data']['corpus']}. "
              f"Budget: {', '.join(f'{s:,}' for s in steps)} updates"
@@ -114,9 +136,32 @@ def headline(directories: str | Path | list[str | Path], target: float = 80.0, s
     return "\n".join(lines) + "\n"
 
 
+def _length_tests(groups: dict) -> list[str]:
+    """Per bucket, every pair's difference over seeds (Holm across the pair's buckets), and the slopes of BLEU over
+    length per model with the test between them."""
+    buckets = [b["bucket"] for b in BY_LENGTH.entries(next(iter(groups.values()))[0], "test")]
+    slopes = slope_significance(groups, "test")
+    per_model = {label: spread([length_slope(r) for r in members]) for label, members in groups.items()}
+    rows = [[f"{a} − {b}", " / ".join(f"{v:.2f}" for v in test["slopes"][0]),
+             " / ".join(f"{v:.2f}" for v in test["slopes"][1]), difference_text(test), holm_text(test)]
+            for (a, b), test in slopes.items()]
+    return ["", "The same, each pair per bucket: the difference of seed means (first minus second) with Welch's 95% "
+                "interval and the permutation p over seeds, Holm-adjusted across the pair's buckets:", "",
+            markdown_bucket_tests(bucket_significance(groups, "test", BY_LENGTH), buckets), "",
+            "The slope of BLEU over source length (BLEU per 10 words, least squares over each run's closed buckets "
+            "at their midpoints; " + ", ".join(f"{label} {cell(stat, 2)}" for label, stat in per_model.items())
+            + "), compared over seeds (Holm across the pairs):", "",
+            markdown_rows(["pair", "slopes of the first (per seed)", "slopes of the second (per seed)",
+                           "Δ slope [Welch 95% CI]", "p over seeds (Holm; floor)"], rows)]
+
+
 def _commands(directories: list[str | Path], shown: list[str]) -> str:
-    """What made each directory's runs: the command each run recorded (command.txt) where every run has one (runs
-    of a preset with overrides), else the preset's multirun."""
+    """What made each directory's runs: the search command of a search's directory, the command each run recorded
+    (command.txt) where every run has one (runs of a preset with overrides), else the preset's multirun."""
+    if len(directories) == 1 and is_search_dir(directories[0]):
+        seed = json.loads((Path(directories[0]) / "summary.json").read_text(encoding="utf-8"))["seed"]
+        return (f"Command: `seqbench sweep {shown[0]}/sweep.yaml --out {shown[0]} --seed {seed}` (each run's "
+                f"command.txt); records: `{shown[0]}`")
     parts = []
     for directory, name in zip(directories, shown):
         runs = load_runs([directory])
@@ -187,8 +232,8 @@ def budget_headline(directories: list[str | Path], shown: list[str] | None = Non
 
 def _block_args(args: str) -> tuple[list[str], float, set[str]]:
     """A block's directories, target BLEU (--target-bleu, default 80) and its other options: --by-length (BLEU by
-    source length), --train-flops (training tokens and FLOPs of the whole budget), --by-budget (the directories are
-    budgets of the same models), --bench (the directories are `seqbench bench` records), --scale (the directory is a
+    source length), --length-tests (that with per-bucket and slope tests), --train-flops (training tokens and FLOPs of
+    the whole budget), --by-budget (the directories are budgets of the same models), --bench (the directories are `seqbench bench` records), --scale (the directory is a
     `seqbench data benchmark` record)."""
     words = shlex.split(args)
     target = float(words[words.index("--target-bleu") + 1]) if "--target-bleu" in words else 80.0
@@ -209,7 +254,7 @@ def render(text: str, root: Path = Path(".")) -> str:
             body = budget_headline([root / d for d in directories], directories)
         else:
             body = headline([root / d for d in directories], target, directories, "--by-length" in options,
-                            "--train-flops" in options)
+                            "--train-flops" in options, "--length-tests" in options)
         return match.group(1) + body + match.group(4)
 
     return BLOCK.sub(replace, text)
