@@ -98,15 +98,11 @@ def _flat(config: dict, prefix: str = "") -> dict:
     return flat
 
 
-def write_hparams(logger: TensorBoardLogger, config: dict, metrics: dict) -> None:
-    """The HParams tab's row for this run: the resolved config beside its final numbers. Written directly, as
-    Lightning's log_hyperparams would also log the metrics again at step 0; the scalars themselves were logged at the
-    last update (seqbench.training.run)."""
-    from torch.utils.tensorboard.summary import hparams
-
-    writer = logger.experiment._get_file_writer()
-    for event in hparams(_flat(config), metrics):
-        writer.add_summary(event)
+def write_hparams(logger: TensorBoardLogger, config: dict, metrics: dict, step: int) -> None:
+    """The HParams tab's row for this run: the resolved config beside its final numbers. Lightning's log_hyperparams
+    also logs those numbers as scalars at `step`, the last update, where seqbench.training.run logged them already:
+    identical points, drawn as one."""
+    logger.log_hyperparams(_flat(config), metrics, step=step)
     logger.experiment.flush()
 
 
@@ -169,4 +165,4 @@ def log_run_summary(loggers, results: dict, run_dir: str | Path, step: int) -> N
     for logger in wandb_loggers(loggers):
         logger.experiment.summary.update(summary)
     for logger in tensorboard_loggers(loggers):
-        write_hparams(logger, results.get("config", {}), summary)
+        write_hparams(logger, results.get("config", {}), summary, step)
