@@ -10,6 +10,13 @@
 What reaches the run besides scalars (tables, plots, the summary) is seqbench.loggers.media's, shared with TensorBoard.
 
 Everything here logs from global rank zero only (Lightning's rank-zero experiment; the callback checks the rank).
+
+This module is seqbench's adapter to W&B's internals and to those of Lightning's WandbLogger, each pinned by a test in
+tests/test_framework_adapters.py: W&B's netrc lookup (`wandb.sdk.lib.wbauth.read_netrc_auth`; the public
+`wandb.login(prompt=False, verify=False)` would answer too, but when it finds a key it asks the server whose it is, a
+network wait before wandb.init's bounded one), and the WandbLogger attributes a subclass sets or reads to start the
+run itself (`_experiment`, `_wandb_init`, `_id`, and `_attach_id`, which Lightning leaves on a logger pickled for a
+spawned DDP worker).
 """
 from __future__ import annotations
 
@@ -109,26 +116,21 @@ class WandbLogger(LightningWandbLogger):
         with Lightning's resume="allow"), so its history is one W&B run rather than two; no earlier run: a new one.
         Call before anything is logged. Updates logged after the checkpoint and repeated by the resumed run appear
         twice in the W&B history, each at its trainer/global_step."""
-        earlier = sorted(Path(self._save_dir or ".", "wandb").glob("*run-*_*-*"),  # [offline-]run-<date>_<time>-<id>
+        earlier = sorted(Path(self.save_dir or ".", "wandb").glob("*run-*_*-*"),  # [offline-]run-<date>_<time>-<id>
                          key=lambda folder: folder.name.split("run-", 1)[1])
-        if earlier and self._wandb_init.get("id") is None:
+        if earlier and self.version is None:
             self._wandb_init["id"] = self._id = earlier[-1].name.rsplit("-", 1)[1]
 
     @property
     @rank_zero_experiment
     def experiment(self):
-        if self._experiment is None:
-            import wandb
-
-            attach_id = getattr(self, "_attach_id", None)
-            if attach_id is not None:  # a spawned DDP worker re-attaching to the run its parent started
-                self._experiment = wandb._attach(attach_id)
-            else:
-                self._experiment = start_run(self._wandb_init, self._mode, self._init_timeout)
-                # as Lightning does: plot every metric against the training step
-                self._experiment.define_metric("trainer/global_step")
-                self._experiment.define_metric("*", step_metric="trainer/global_step", step_sync=True)
-        return self._experiment
+        # A spawned DDP worker's logger holds the _attach_id of the run its parent started: Lightning re-attaches it.
+        if self._experiment is None and getattr(self, "_attach_id", None) is None:
+            self._experiment = start_run(self._wandb_init, self._mode, self._init_timeout)
+            # as Lightning does: plot every metric against the training step
+            self._experiment.define_metric("trainer/global_step")
+            self._experiment.define_metric("*", step_metric="trainer/global_step", step_sync=True)
+        return super().experiment
 
 
 def finish_run(exit_code: int) -> None:
