@@ -233,8 +233,8 @@ def budget_headline(directories: list[str | Path], shown: list[str] | None = Non
 def _block_args(args: str) -> tuple[list[str], float, set[str]]:
     """A block's directories, target BLEU (--target-bleu, default 80) and its other options: --by-length (BLEU by
     source length), --length-tests (that with per-bucket and slope tests), --train-flops (training tokens and FLOPs of
-    the whole budget), --by-budget (the directories are budgets of the same models), --bench (the directories are `seqbench bench` records), --scale (the directory is a
-    `seqbench data benchmark` record)."""
+    the whole budget), --by-budget (the directories are budgets of the same models), --bench (the directories are
+    `seqbench bench` records), --scale (the directory is a `seqbench data benchmark` record)."""
     words = shlex.split(args)
     target = float(words[words.index("--target-bleu") + 1]) if "--target-bleu" in words else 80.0
     directories = [w for i, w in enumerate(words) if not w.startswith("--")
