@@ -10,7 +10,9 @@ CTranslate2 has no encoder-decoder spec for them.
 `Engine.generate` takes the source token ids of a batch and a DecodingConfig and returns hypothesis token ids, like
 seqbench.decoding.search.generate: greedy with beam_size=1, beam search with CTranslate2's GNMT length penalty
 (seqbench's default normalisation), the same per-sentence length limit (max_len_a * source length + max_len_b,
-capped at max_len, at least min_len). CTranslate2 takes one limit per call, so sentences are grouped by limit.
+capped at max_len, at least min_len). CTranslate2 takes one limit per call, so sentences are grouped by limit;
+`decoding_options` is that call's options, which the bench's engine in a process of its own
+(seqbench.measure.ctranslate2_process) decodes with too.
 """
 from __future__ import annotations
 
@@ -151,6 +153,16 @@ def convert(model, src_tokens: list[str], tgt_tokens: list[str], out: str | Path
     return Path(_FromSpec().convert(str(out), quantization=quantization))
 
 
+def decoding_options(cfg: DecodingConfig, limit: int) -> dict:
+    """translate_batch's options for sentences whose length limit is `limit` (plain values: they also travel as
+    JSON to an engine in a process of its own)."""
+    if cfg.length_normalization != "gnmt":
+        raise InputError(f"length_normalization={cfg.length_normalization}: CTranslate2 normalises beam scores "
+                         "as GNMT does (seqbench's default); use gnmt with --engine ctranslate2")
+    return {"beam_size": cfg.beam_size, "length_penalty": cfg.length_penalty if cfg.beam_size > 1 else 0.0,
+            "max_decoding_length": limit, "min_decoding_length": min(cfg.min_len, limit), "return_scores": False}
+
+
 class Engine:
     """A converted model loaded in CTranslate2, decoding token ids like seqbench.decoding.search.generate."""
 
@@ -168,19 +180,14 @@ class Engine:
         return cls(model_dir, vocabulary(tokenizers.src), vocabulary(tokenizers.tgt), **options)
 
     def generate(self, sources: list[list[int]], cfg: DecodingConfig) -> list[list[int]]:
-        if cfg.length_normalization != "gnmt":
-            raise InputError(f"length_normalization={cfg.length_normalization}: CTranslate2 normalises beam scores "
-                             "as GNMT does (seqbench's default); use gnmt with --engine ctranslate2")
         limits = [max(cfg.min_len, min(int(len(s) * cfg.max_len_a + cfg.max_len_b),
                                        cfg.max_len if cfg.max_len is not None else 1 << 30)) for s in sources]
         out: list[list[int]] = [[] for _ in sources]
         order = sorted(range(len(sources)), key=limits.__getitem__)
         for limit, group in itertools.groupby(order, key=limits.__getitem__):
             group = list(group)
-            results = self.translator.translate_batch(
-                [[self.src_tokens[i] for i in sources[j]] for j in group], beam_size=cfg.beam_size,
-                length_penalty=cfg.length_penalty if cfg.beam_size > 1 else 0.0, max_decoding_length=limit,
-                min_decoding_length=min(cfg.min_len, limit), return_scores=False)
+            results = self.translator.translate_batch([[self.src_tokens[i] for i in sources[j]] for j in group],
+                                                      **decoding_options(cfg, limit))
             for j, result in zip(group, results):
                 out[j] = [self.tgt_ids[token] for token in result.hypotheses[0]]
         return out

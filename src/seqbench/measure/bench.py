@@ -3,31 +3,34 @@ beside plain PyTorch loops, CTranslate2 and, when installed, fairseq, on the sam
 
 Training: `warmup` untimed steps per model, then at least `rounds` rounds; in each round every row trains one
 window, a pass over the same steps / rounds batches, the rows of one shape back to back in an order that reverses
-every round (fairseq over exactly those batches' sentences, an epoch after a warm-up epoch). Each rate is the median
-over a row's windows, with their spread (seqbench.measure.speed.steadiness); each ratio is the median of the
-per-round ratios, so a host whose speed drifts over minutes (seen: 10-30% on a shared 2-core VM) moves both sides of
-a ratio alike, with a 95% interval for that median (seqbench.measure.speed.median_ratio). A ratio whose interval is
-wider than MAX_INTERVAL is not given; rounds are added, up to `max_rounds`, until every ratio of a shape (seqbench
-over its plain loop, fairseq, fp32) is given: repeated until stable.
+every round (fairseq over exactly those batches' sentences, an epoch after a warm-up epoch, in a fairseq-train
+process of its own: seqbench.measure.fairseq). Each rate is the median over a row's windows, with their spread
+(seqbench.measure.speed.steadiness); each ratio is the median of the per-round ratios, so a host whose speed drifts
+over minutes (seen: 10-30% on a shared 2-core VM) moves both sides of a ratio alike, with a 95% interval for that
+median (seqbench.measure.speed.median_ratio). A ratio whose interval is wider than MAX_INTERVAL is not given; rounds
+are added, up to `max_rounds`, until every ratio of a shape (seqbench over its plain loop, fairseq, fp32) is given:
+repeated until stable.
 Baseline rows (a plain `torch.nn.Transformer` loop, and a plain `torch.nn.LSTM` loop when the rnn family runs;
-seqbench.measure.baselines) run in the same process. Training FLOPs are each model's analytic `flops_per_token` (3x
-forward); a baseline counts those of the seqbench model of its shape. MFU is against the machine's matmul peak
-(seqbench.measure.peaks), with its provenance.
+seqbench.measure.baselines) run in seqbench's process, as its own models do. Training FLOPs are each model's
+analytic `flops_per_token` (3x forward); a baseline counts those of the seqbench model of its shape. MFU is against
+the machine's matmul peak (seqbench.measure.peaks), with its provenance.
 
 Decoding: decode_sentences sources, every hypothesis forced to exactly decode_tokens tokens (min_len = max_len), so
 every model does the same work whatever it has learned: greedy and beam with the incremental cache, and greedy
-without it (seqbench.decoding.recompute). The reference Transformer is also decoded by CTranslate2
-(seqbench.decoding.ctranslate2) on the same weights, sources, forced length and threads, in fp32 and int8, through
-the same decoder protocol as seqbench's own search (seqbench.decoding.translator.Decoder). Decoding is timed in
-rounds too, every pass of a round in turn, until the cache's speed-up and seqbench's share of each engine are given
-or `max_rounds` are done (`decoding_row`).
+without it (seqbench.decoding.recompute), in seqbench's process. The reference Transformer is also decoded by
+CTranslate2 on the same weights (seqbench.decoding.ctranslate2.convert), sources, forced length and threads, in fp32
+and int8, each in a process of its own as a user runs the engine (seqbench.measure.ctranslate2_process: only
+CTranslate2 loaded there, not torch), which times its passes itself. Decoding is timed in rounds too, every pass of
+a round in turn, the engines' included, until the cache's speed-up and seqbench's share of each engine are given or
+`max_rounds` are done (`decoding_row`).
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
 import tempfile
 from dataclasses import replace
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -114,15 +117,6 @@ def summary(windows: list[dict], warmup: int) -> dict:
             "timed_steps": sum(w["steps"] for w in windows)}
 
 
-def _decoder_search(decoder) -> Callable:
-    """A seqbench.decoding.translator.Decoder as the `search` decode_speed times: the batch's source ids in, the
-    hypotheses out."""
-    def search(_model, src, src_mask, cfg):
-        return decoder.generate([row[mask].tolist() for row, mask in zip(src, src_mask)], cfg)
-
-    return search
-
-
 def merged(passes: list[dict]) -> dict:
     """One decoding row from its per-round passes (each a one-window decode_speed): median rate, spread."""
     rates = steadiness([p["sentences_per_s"] for p in passes])
@@ -144,38 +138,39 @@ def round_ratio(a: dict, b: dict) -> dict:
 def decoding_row(model, batches: list[dict], setting: Setting, device: torch.device, rounds: int,
                  bf16: bool = False, engines: bool = True, max_rounds: int | None = None) -> dict:
     """Greedy and beam search with the cache and greedy without it, every hypothesis exactly decode_tokens long,
-    and (with `engines`, for a model that converts) the same weights decoded by CTranslate2 per compute type.
-    Each round times one pass of every one in turn, so a drift of the host falls on all alike; the cache's speed-up
-    and seqbench's share of each engine are medians of per-round ratios, timed in at least `rounds` rounds and more,
-    up to `max_rounds`, until each is steady. A translator exists only for its own passes: a live one slowed torch's
-    decoding in the same process by 15-25% (measured 2026-12-03, even idle)."""
+    and (with `engines`, for a model that converts) the same weights decoded by CTranslate2 per compute type, each
+    in a process of its own (`_engine_processes`). Each round times one pass of every one in turn, so a drift of the
+    host falls on all alike; the cache's speed-up and seqbench's share of each engine are medians of per-round
+    ratios, timed in at least `rounds` rounds and more, up to `max_rounds`, until each is steady. Every decoder is
+    warmed up in the first round: the engines stay loaded, idle in their processes while seqbench decodes."""
     n = setting.decode_tokens
     exact = DecodingConfig(beam_size=1, min_len=n, max_len=n)
     beam = replace(exact, beam_size=setting.beam_size)
     context = lambda: autocast(device, bf16)  # noqa: E731
     ours = {"greedy": (exact, generate), "beam": (beam, generate), "greedy_uncached": (exact, recompute_greedy)}
-    with tempfile.TemporaryDirectory() as folder:
-        engine_types = _converted(model, setting, folder) if engines else ()
+    with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
+        workers = _engine_processes(model, setting, device, folder, stack) if engines else {}
+        sources = _source_tokens(batches, setting) if workers else []
         passes: dict = {}
         for round_ in range(max(rounds, max_rounds or rounds)):
             if round_ >= rounds and all(ratio["ratio"] is not None for ratio in _decoding_ratios(passes)):
                 break
-            for kind, (cfg, search) in ours.items():  # warmed up in the first round (a translator: in each)
+            for kind, (cfg, search) in ours.items():
                 passes.setdefault(kind, []).append(decode_speed(model, batches, cfg, device, int(round_ == 0),
                                                                 context, search))
-            for compute_type in engine_types:
-                engine = _engine(folder, setting, device, compute_type)
+            for compute_type, worker in workers.items():
                 for kind, cfg in (("greedy", exact), ("beam", beam)):
                     passes.setdefault((compute_type, kind), []).append(
-                        decode_speed(model, batches, cfg, device, search=_decoder_search(engine)))
-                del engine
+                        engine_pass(worker, sources, cfg, int(round_ == 0)))
     row = {kind: merged(passes[kind]) for kind in ours}
     row["cache_speedup_greedy"] = round_ratio(row["greedy"], row["greedy_uncached"])
-    if engine_types:
+    if workers:
         row["ctranslate2"] = {}
-        for compute_type in engine_types:
+        for compute_type, worker in workers.items():
             speeds = {kind: merged(passes[(compute_type, kind)]) for kind in ("greedy", "beam")}
             speeds["seqbench_share"] = {kind: round_ratio(row[kind], speeds[kind]) for kind in ("greedy", "beam")}
+            # where it ran, so records made with the engine inside seqbench's process (no "process") stay apart
+            speeds.update(process="own", pid=worker.pid, bench_pid=os.getpid(), torch_loaded=worker.torch_loaded)
             row["ctranslate2"][compute_type] = speeds
     return row
 
@@ -188,28 +183,46 @@ def _decoding_ratios(passes: dict) -> list[dict]:
         [round_ratio(passes[kind], passes[(compute_type, kind)]) for compute_type, kind in engines]
 
 
-def _converted(model, setting: Setting, folder: str) -> tuple[str, ...]:
-    """Converts the model for CTranslate2 into folder/model: the compute types to decode it in, none when the
-    engine is missing or the model does not convert."""
+def _engine_processes(model, setting: Setting, device: torch.device, folder: str, stack: contextlib.ExitStack):
+    """The model converted for CTranslate2 into folder/model and loaded by a worker process per compute type, with
+    the bench's threads ({compute type: EngineProcess}, closed by `stack`); none when the engine is missing or the
+    model does not convert."""
     try:
         import ctranslate2  # noqa: F401 - the optional extra
 
         from seqbench.decoding.ctranslate2 import check_convertible, convert, numbered_vocabulary
         check_convertible(model)
     except (ImportError, InputError):
-        return ()
+        return {}
+    from seqbench.measure.ctranslate2_process import EngineProcess
+
     tokens = numbered_vocabulary(setting.vocab_size)
-    device = next(model.parameters()).device
+    weights_on = next(model.parameters()).device
     convert(model.cpu().eval(), tokens, tokens, f"{folder}/model")
-    model.to(device)
-    return CTRANSLATE2_TYPES
+    model.to(weights_on)
+    return {compute_type: stack.enter_context(EngineProcess(f"{folder}/model", compute_type,
+                                                            torch.get_num_threads(), device.type))
+            for compute_type in CTRANSLATE2_TYPES}
 
 
-def _engine(folder: str, setting: Setting, device: torch.device, compute_type: str):
-    from seqbench.decoding.ctranslate2 import Engine, numbered_vocabulary
+def _source_tokens(batches: list[dict], setting: Setting) -> list[list[list[str]]]:
+    """The batches' sources as the token strings the converted model's vocabulary holds (numbered_vocabulary)."""
+    from seqbench.decoding.ctranslate2 import numbered_vocabulary
 
     tokens = numbered_vocabulary(setting.vocab_size)
-    return Engine(f"{folder}/model", tokens, tokens, device=device.type, compute_type=compute_type)
+    return [[[tokens[i] for i in row[mask].tolist()] for row, mask in zip(batch["src"], batch["src_mask"])]
+            for batch in batches]
+
+
+def engine_pass(worker, sources: list[list[list[str]]], cfg: DecodingConfig, warmup: int) -> dict:
+    """One pass of an engine in its own process over every batch, timed there, as decode_speed's record: every
+    hypothesis forced to cfg.max_len tokens (cfg.min_len = cfg.max_len, one length limit for every sentence)."""
+    from seqbench.decoding.ctranslate2 import decoding_options
+
+    reply = worker.decode(sources, decoding_options(cfg, cfg.max_len), warmup)
+    sentences, tokens, seconds = len(reply["hypotheses"]), sum(map(len, reply["hypotheses"])), reply["seconds"]
+    return {"beam_size": cfg.beam_size, "sentences": sentences, "target_tokens": tokens, "seconds": seconds,
+            "sentences_per_s": sentences / seconds, "target_tokens_per_s": tokens / seconds}
 
 
 def _flops(model, speed: dict, cached: dict, device: torch.device, dtype: str = "float32") -> dict:

@@ -96,7 +96,9 @@ def markdown(result: dict) -> str:
         lines.append(f"| {row['name']} | {' | '.join(cells)} | {_compared(row['cache_speedup_greedy'])} |")
     engine_rows = [row for row in result["decoding"] if "ctranslate2" in row]
     if engine_rows:
-        lines += ["", "the same weights decoded by CTranslate2 (same sources, forced length and threads); "
+        own = all(engine.get("process") == "own" for row in engine_rows for engine in row["ctranslate2"].values())
+        where = "in a process of its own" if own else "inside seqbench's process (an older record)"
+        lines += ["", f"the same weights decoded by CTranslate2 {where} (same sources, forced length and threads); "
                       "sentences/s, and seqbench's speed as a share of the engine's", "",
                   f"| model | engine | greedy | beam {settings['beam_size']} | seqbench / engine, greedy "
                   f"| seqbench / engine, beam {settings['beam_size']} |", "|---|---|---|---|---|---|"]
