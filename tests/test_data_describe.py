@@ -51,7 +51,7 @@ def test_describe_errors_are_one_line(tmp_path, capsys):
     status, _, err = seqbench_cli(["data", "describe", "data=bible", "data.corpus.pair=en-xx",
                                    f"paths.cache_dir={tmp_path}"], capsys)
     assert status == 2 and err.strip().splitlines() == [
-        "error: data.corpus.pair='en-xx': allowed pairs are en-es, en-fr, en-it, en-ru "
+        "error: data.corpus.pair='en-xx': must be one of en-es, en-fr, en-it, en-ru "
         "(public-domain translations only)"]
     status, _, err = seqbench_cli(["data", "describe", "data=nonexistent"], capsys)
     lines = err.strip().splitlines()

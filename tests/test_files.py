@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from seqbench.common.errors import InputError
+from seqbench.common.errors import ConfigError, InputError
 from seqbench.data.files import FileCorpus
 
 from conftest import seqbench_cli
@@ -80,7 +81,6 @@ def test_missing_file(tmp_path):
     paths = three_splits(tmp_path, "tsv", tsv())
     paths["valid"] = str(tmp_path / "nowhere.tsv")
     _expect(FileCorpus(**paths), tmp_path, "data.corpus.valid", "file not found", "nowhere.tsv")
-    _expect(FileCorpus(train=paths["train"], test=paths["test"]), tmp_path, "data.corpus.valid is not set")
 
 
 def test_invalid_utf8(tmp_path):
@@ -136,8 +136,17 @@ def test_malformed_jsonl(tmp_path):
     _expect(FileCorpus(**options), tmp_path, "valid.jsonl:1:", "translation.de is not a string")
 
 
-def test_bad_format(tmp_path):
-    _expect(FileCorpus(format="csv", **three_splits(tmp_path, "tsv", tsv())), tmp_path, "data.corpus.format='csv'")
+@pytest.mark.parametrize("options, message", [
+    ({"format": "csv"}, "data.corpus.format='csv': must be one of tsv, jsonl, text"),
+    ({"valid": None}, "data.corpus.valid=null: must be a tsv file path"),
+    ({"format": "jsonl", "train": ["a.jsonl", "b.jsonl"]}, "data.corpus.train=['a.jsonl', 'b.jsonl']: must be a jsonl"),
+    ({"format": "text", "train": ["a", "b", "c"]}, "data.corpus.train=['a', 'b', 'c']: must be a prefix"),
+    ({"format": "text", "src_lang": "en", "tgt_lang": "en"}, "data.corpus.tgt_lang='en': must differ"),
+])
+def test_bad_keys_are_config_errors(options, message):
+    """Checked with the config (seqbench.config.checks), before any file is read: tests/test_corpus_checks.py."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        FileCorpus.validate_config({"train": "t", "valid": "v", "test": "t", **options})
 
 
 def test_train_reports_a_bad_file_in_one_line(tmp_path, capsys, monkeypatch):

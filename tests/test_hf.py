@@ -9,7 +9,7 @@ import huggingface_hub
 import pytest
 from datasets import Dataset, DatasetDict
 
-from seqbench.common.errors import InputError
+from seqbench.common.errors import ConfigError, InputError
 from seqbench.data.hf import HubCorpus
 
 
@@ -68,8 +68,8 @@ def test_schema_errors(saved, tmp_path):
         HubCorpus(dataset=str(saved), src_lang="de", tgt_lang="fr").load(tmp_path)
     with pytest.raises(InputError, match="no column 'pairs'"):
         HubCorpus(dataset=str(saved), schema="translation", translation_column="pairs").load(tmp_path)
-    with pytest.raises(InputError, match="data.corpus.dataset is not set"):
-        HubCorpus().load(tmp_path)
+    with pytest.raises(ConfigError, match="data.corpus.dataset=null: must be a Hugging Face Hub id"):
+        HubCorpus.validate_config({"dataset": None})
     with pytest.raises(InputError, match="no such file or folder"):
         HubCorpus(dataset=str(tmp_path / "missing")).load(tmp_path)
 

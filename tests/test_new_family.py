@@ -39,4 +39,4 @@ def test_toy_family_trains_sizes_and_reports(tmp_path, capsys):
 def test_toy_family_validates_its_own_keys(tmp_path, capsys):
     status, _, err = seqbench_cli(["train", *TOY, *TINY, f"paths.cache_dir={tmp_path / 'cache'}",
                                    f"hydra.run.dir={tmp_path / 'run'}", "model.hidden_size=0"], capsys)
-    assert status == 2 and err.strip().splitlines() == ["error: model.hidden_size=0: must be a positive integer"]
+    assert status == 2 and err.strip().splitlines() == ["error: model.hidden_size=0: must be an integer >= 1"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqbench.common.errors import positive_int
+from seqbench.common.specs import integer
 from seqbench.models.interface import Seq2Seq
 
 
@@ -44,10 +44,7 @@ class MeanContextGRU(Seq2Seq):
         context = encoder_out["context"]
         return {"hidden": context.new_zeros(context.size(0), 1, self.hidden_size)}  # batch-first, for reordering
 
-    @classmethod
-    def validate_config(cls, cfg):
-        super().validate_config(cfg)
-        positive_int(cls.config_value(cfg, "hidden_size"), "model.hidden_size")
+    config_specs = {**Seq2Seq.config_specs, "hidden_size": integer(1)}
 
     width_key = "hidden_size"  # what param-budget sizing scales
 

@@ -125,9 +125,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from hydra.utils import instantiate
 
+    from seqbench.config.checks import validate
     from seqbench.data.describe import describe, prepare
 
-    datamodule = instantiate(compose(args.overrides).data)
+    cfg = compose(args.overrides)
+    validate(cfg)  # the corpus's keys among them: one line before any corpus is built or opened
+    datamodule = instantiate(cfg.data)
     if args.action == "prepare":
         start = time.perf_counter()
         report = prepare(datamodule)

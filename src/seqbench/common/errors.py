@@ -1,16 +1,14 @@
 """The user's mistakes (config values, data files, corpora), reported as one line with exit status 2, no traceback.
 
-`ConfigError`: a bad config value, found before any data or model is built. `InputError`: a bad file, corpus or
-checkpoint, found when it is read. `require`/`positive_int`/`choice`/`probability` are the checks each model class's
-`validate_config` uses, so messages read the same everywhere: `<key>=<value>: <what is allowed>`. `one_line` tells a
-mistake in the user's input (ours, Hydra's or Lightning's) from a bug and words it as one line; whether a config is
-valid is decided elsewhere, in seqbench.config.checks.
+`ConfigError`: a bad config value, found before any data or model is built (the checks' vocabulary is
+seqbench.common.specs; whether a config is valid is decided in seqbench.config.checks). `InputError`: a bad file,
+corpus or checkpoint, found when it is read. `one_line` tells a mistake in the user's input (ours, Hydra's or
+Lightning's) from a bug and words it as one line.
 """
 from __future__ import annotations
 
 import difflib
 import errno
-from typing import Any, Iterable
 
 
 class ConfigError(ValueError):
@@ -66,33 +64,6 @@ def user_error(error: BaseException) -> ValueError | None:
     while error is not None and not isinstance(error, (ConfigError, InputError)):
         error = error.__cause__
     return error
-
-
-def require(ok: bool, message: str) -> None:
-    if not ok:
-        raise ConfigError(message)
-
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def positive_int(value: Any, key: str, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    require(is_int(value) and value > 0, f"{key}={value!r}: must be a positive integer")
-
-
-def probability(value: Any, key: str) -> None:
-    """A dropout-like rate in [0, 1); None (unset) passes."""
-    if value is not None:
-        require(isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1,
-                f"{key}={value!r}: must be in [0, 1)")
-
-
-def choice(value: Any, key: str, allowed: Iterable[str]) -> None:
-    allowed = tuple(allowed)
-    require(value in allowed, f"{key}={value!r}: allowed values are {', '.join(allowed)}")
 
 
 def _squash(text: str) -> str:

@@ -14,7 +14,9 @@ line from the exceptions' attributes. Every problem found here is a ConfigError 
   of its values (`trainer.precision`, `trainer.deterministic`, `callbacks.lr_monitor.logging_interval`): Lightning's
   own declared list, nothing copied;
 - `SPECS`: the table of every other key a user sets (project, Trainer, optimizer, scheduler, data, decoding,
-  measure), one line per key, checked when the key is present;
+  measure), one line per key in the vocabulary of seqbench.common.specs, checked when the key is present;
+- `check_corpus`: the corpus's keys, by its class (`validate_config` on the class that `data.corpus._target_`
+  names), before any corpus is built or any of its files is read;
 - `check_cross_keys`: relations between keys that each look fine alone;
 - with `environment`, this machine (seqbench.config.environment): devices, writable directories.
 
@@ -30,13 +32,26 @@ import inspect
 import re
 import types
 import typing
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from seqbench.common.errors import ConfigError, is_int
+from seqbench.common.errors import ConfigError
 from seqbench.common.nested import get_path, lookup
+from seqbench.common.specs import (
+    Spec,
+    boolean,
+    check,
+    check_keys,
+    fraction,
+    integer,
+    is_int,
+    is_number,
+    number,
+    one_of,
+    show,
+    text,
+)
 from seqbench.config.compose import compose, group_options, with_config_loader
 
 UINT32_MAX = 2**32 - 1  # numpy's seed range, which Lightning's seed_everything enforces
@@ -44,37 +59,6 @@ UINT32_MAX = 2**32 - 1  # numpy's seed range, which Lightning's seed_everything 
 # each); "xla" too, but only with torch_xla, which a seqbench run never has. A Profiler _target_ node also works.
 LIGHTNING_PROFILERS = ("simple", "advanced", "pytorch")
 MAX_TIME = re.compile(r"\d+:\d\d:\d\d:\d\d")  # Lightning's Timer format DD:HH:MM:SS
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-@dataclass(frozen=True)
-class Spec:
-    ok: Callable[[Any], bool]
-    allowed: str  # completes "<key>=<value>: must be ..."
-
-
-def integer(low: int, high: int | None = None, none: bool = False, note: str = "") -> Spec:
-    bound = f">= {low}" if high is None else f"in [{low}, {high}]"
-    return Spec(lambda v: (none and v is None) or is_int(v) and v >= low and (high is None or v <= high),
-                f"an integer {bound}" + (" or null" if none else "") + note)
-
-
-def number(low: float, strict: bool = False, high: float | None = None, none: bool = False, note: str = "") -> Spec:
-    bound = (f"> {low}" if strict else f">= {low}") + (f" and <= {high}" if high is not None else "")
-    return Spec(lambda v: (none and v is None) or _is_number(v) and (v > low if strict else v >= low)
-                and (high is None or v <= high), f"a number {bound}" + (" or null" if none else "") + note)
-
-
-def boolean(none: bool = False, extra: tuple = ()) -> Spec:
-    allowed = "true or false" + "".join(f" or {e}" for e in extra) + (" or null" if none else "")
-    return Spec(lambda v: isinstance(v, bool) or v in extra or (none and v is None), allowed)
-
-
-def one_of(*choices) -> Spec:
-    return Spec(lambda v: v in choices, "one of " + ", ".join(str(c) for c in choices))
 
 
 def batches_limit(none: bool = True) -> Spec:
@@ -89,7 +73,7 @@ def _max_time(value) -> bool:
     if isinstance(value, str):
         return MAX_TIME.fullmatch(value.strip()) is not None
     return isinstance(value, DictConfig) and set(value) <= {"days", "hours", "minutes", "seconds"} \
-        and all(_is_number(v) and v >= 0 for v in value.values())
+        and all(is_number(v) and v >= 0 for v in value.values())
 
 
 def _devices(value) -> bool:
@@ -116,7 +100,7 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "onednn_linear": boolean(),
     "train": boolean(),
     "test": boolean(),
-    "ckpt_path": Spec(lambda v: v is None or isinstance(v, str) and v != "", "a checkpoint file path or null"),
+    "ckpt_path": text("a checkpoint file path", none=True),
     # Lightning Trainer (precision and deterministic: the values its signature declares, checked by check_targets)
     "trainer.max_steps": integer(-1, note=" (-1: no step limit)"),
     "trainer.max_epochs": integer(-1, none=True, note=" (-1: no epoch limit)"),
@@ -152,7 +136,7 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "optimizer.momentum": number(0),
     "optimizer.rho": number(0, high=1),
     "optimizer.betas": Spec(lambda v: isinstance(v, ListConfig) and len(v) == 2
-                            and all(_is_number(b) and 0 <= b < 1 for b in v), "two numbers in [0, 1)"),
+                            and all(is_number(b) and 0 <= b < 1 for b in v), "two numbers in [0, 1)"),
     "scheduler.kind": one_of("inverse_sqrt", "cosine", "constant"),
     "scheduler.warmup_steps": integer(0, note=" (updates; 0: no warm-up)"),
     "scheduler.min_factor": number(0, high=1),
@@ -172,7 +156,7 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "module.val_bleu": boolean(),
     "module.test_greedy": boolean(),
     "module.val_beam_size": integer(1),
-    "module.label_smoothing": Spec(lambda v: _is_number(v) and 0 <= v < 1, "a number in [0, 1)"),
+    "module.label_smoothing": fraction(),
     "module.decoding.beam_size": integer(1),
     "module.decoding.length_penalty": number(0),
     "module.decoding.length_normalization": one_of("gnmt", "fairseq"),
@@ -197,22 +181,6 @@ MEASURE_KEYS = ("length_buckets", "decode_sentences", "decode_tokens", "decode_w
 NOT_ARGUMENTS = {"model": {"name"}}
 
 
-def _show(value) -> str:
-    if isinstance(value, (DictConfig, ListConfig)):
-        value = OmegaConf.to_container(value)
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-def check_specs(cfg: DictConfig) -> None:
-    for key, spec in SPECS.items():
-        present, value = lookup(cfg, key)
-        if not present:
-            continue
-        spec = spec() if not isinstance(spec, Spec) else spec
-        if not spec.ok(value):
-            raise ConfigError(f"{key}={_show(value)}: must be {spec.allowed}")
-
-
 def _check_length_bounds(decoding: Mapping, names: Mapping[str, str] = types.MappingProxyType({})) -> None:
     min_len, max_len = decoding.get("min_len"), decoding.get("max_len")
     if min_len is not None and max_len is not None and min_len > max_len:
@@ -226,8 +194,8 @@ def check_decoding(decoding: Mapping, names: Mapping[str, str] = types.MappingPr
     {"beam_size": "--beam"} (default: module.decoding.<key>)."""
     for key, value in decoding.items():
         spec = SPECS.get(f"module.decoding.{key}")
-        if spec is not None and not spec.ok(value):
-            raise ConfigError(f"{names.get(key, f'module.decoding.{key}')}={_show(value)}: must be {spec.allowed}")
+        if spec is not None:
+            check(names.get(key, f"module.decoding.{key}"), value, spec)
     _check_length_bounds(decoding, names)
 
 
@@ -236,7 +204,7 @@ def check_cross_keys(cfg: DictConfig) -> None:
     if lookup(cfg, "scheduler.kind")[1] == "cosine":
         total, epochs = lookup(cfg, "scheduler.total_steps")[1], lookup(cfg, "trainer.max_epochs")[1]
         if not (is_int(total) and total >= 1) and not (is_int(epochs) and epochs >= 1):
-            raise ConfigError(f"scheduler.total_steps={_show(total)}: the cosine schedule needs the update it ends at "
+            raise ConfigError(f"scheduler.total_steps={show(total)}: the cosine schedule needs the update it ends at "
                               "(default trainer.max_steps, else the updates of trainer.max_epochs; neither is set): "
                               "set scheduler.total_steps=N")
     _check_length_bounds(lookup(cfg, "module.decoding")[1] or {})
@@ -251,7 +219,7 @@ def check_cross_keys(cfg: DictConfig) -> None:
     edges = lookup(cfg, "measure.length_buckets")[1]
     if edges is None or not all(is_int(e) and e > 0 for e in edges) \
             or not all(b > a for a, b in zip(edges, list(edges)[1:])):
-        raise ConfigError(f"measure.length_buckets={_show(edges)}: must be increasing positive word counts "
+        raise ConfigError(f"measure.length_buckets={show(edges)}: must be increasing positive word counts "
                           f"(bucket upper edges)")
 
 
@@ -297,9 +265,7 @@ def _literal_values(annotation) -> tuple | None:
 
 def _word(value) -> str:
     """A value as it is written in a config: null, true, false, 32, bf16-mixed."""
-    if value is None or isinstance(value, bool):
-        return {None: "null", True: "true", False: "false"}[value]
-    return str(value)
+    return value if isinstance(value, str) else show(value)
 
 
 def _parameters(target) -> Mapping[str, inspect.Parameter] | None:
@@ -328,12 +294,12 @@ def check_targets(cfg: DictConfig) -> None:
             close = difflib.get_close_matches(name, sorted(allowed), n=1)
             hint = f"did you mean {key}.{close[0]}?" if close else \
                 f"{node._target_} takes: {', '.join(sorted(p for p in allowed if not p.startswith('_')))}"
-            raise ConfigError(f"{key}.{name}={_show(node[name])}: not an argument of {node._target_}; {hint}")
+            raise ConfigError(f"{key}.{name}={show(node[name])}: not an argument of {node._target_}; {hint}")
         for name in node:
             values = _literal_values(parameters[name].annotation) if name in parameters else None
             if values is not None and node[name] not in values:
                 words = ", ".join(dict.fromkeys(_word(v) for v in values))
-                raise ConfigError(f"{key}.{name}={_show(node[name])}: must be one of {words} (as {node._target_} "
+                raise ConfigError(f"{key}.{name}={show(node[name])}: must be one of {words} (as {node._target_} "
                                   f"declares it)")
 
 
@@ -342,6 +308,17 @@ def check_model(model: Mapping) -> None:
     from seqbench.models.interface import family_of  # imports torch: not before a bad override has been reported
 
     family_of(model).validate_config(model)
+
+
+def check_corpus(cfg: DictConfig) -> None:
+    """The corpus's keys, by its class's own checks (`validate_config` on the class that `data.corpus._target_`
+    names, as a model family's), so the corpus is neither built nor opened with a bad key. A corpus class of the
+    user's without such checks gets only check_targets' (each key an argument of its constructor)."""
+    corpus = lookup(cfg, "data.corpus")[1]
+    if isinstance(corpus, DictConfig) and "_target_" in corpus:
+        validate_config = getattr(_locate(corpus._target_, "data.corpus"), "validate_config", None)
+        if validate_config is not None:
+            validate_config(corpus)
 
 
 def preset_config(name: str) -> dict:
@@ -355,7 +332,8 @@ def validate(cfg: DictConfig, environment: bool = False) -> None:
     """All the checks above; with `environment`, also this machine's devices and directories."""
     check_model(get_path(cfg, "model"))
     check_targets(cfg)
-    check_specs(cfg)
+    check_keys(cfg, SPECS)
+    check_corpus(cfg)
     check_cross_keys(cfg)
     if environment:
         from seqbench.config.environment import check_environment
@@ -402,7 +380,7 @@ def check_group_overrides(argv: Sequence[str]) -> None:
     if not suspects:
         return
 
-    def check(loader) -> None:
+    def check_suspects(loader) -> None:
         for word, override in suspects:
             group = override.key_or_group
             options = group_options(group, loader)
@@ -416,4 +394,4 @@ def check_group_overrides(argv: Sequence[str]) -> None:
             remove = f"; ~{group} removes it" if override.value() is None else ""
             raise ConfigError(f"{word}: {group} is a config group, its values are config names ({allowed}){remove}")
 
-    with_config_loader(check)
+    with_config_loader(check_suspects)

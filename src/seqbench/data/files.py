@@ -18,17 +18,28 @@ import itertools
 import json
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Mapping
 
 import datasets
 from datasets import Dataset, DatasetDict, concatenate_datasets, load_from_disk
 
-from seqbench.common.errors import InputError
+from seqbench.common.errors import ConfigError, InputError
 from seqbench.common.io import file_lines
+from seqbench.common.specs import Spec, check, check_keys, is_list, one_of, show, text, with_defaults
 from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
 
 FORMATS = ("tsv", "jsonl", "text")
+# What each key of data.corpus takes (seqbench.common.specs); a split's files depend on the format (_split_spec).
+SPECS = {"format": one_of(*FORMATS), "src_lang": text("a language code"), "tgt_lang": text("a language code")}
+PATH = text("a file path")
+
+
+def _split_spec(format: str) -> Spec:
+    if format != "text":
+        return text(f"a {format} file path")
+    return Spec(lambda v: PATH.ok(v) or is_list(v) and len(v) == 2 and all(PATH.ok(f) for f in v),
+                "a prefix (data/train: data/train.<src_lang> and data/train.<tgt_lang>) or [source file, target file]")
 
 
 def _require_text(path: Path, number: int, text: str, what: str, aligned: bool = False) -> str:
@@ -52,46 +63,43 @@ def _file_sha1(path: Path) -> bytes:
 class FileCorpus:
     def __init__(self, format: str = "tsv", src_lang: str = "src", tgt_lang: str = "tgt", train=None, valid=None,
                  test=None):
-        # Checked in load(): Hydra wraps exceptions raised while instantiating, which would hide the one-line message.
         self.format, self.src_lang, self.tgt_lang = str(format), str(src_lang), str(tgt_lang)
         self.paths = {"train": train, "valid": valid, "test": test}
         self._digest: str | None = None
 
+    @classmethod
+    def validate_config(cls, cfg: Mapping) -> None:
+        """Each key against SPECS and its format's split files (seqbench.config.checks runs this); whether the files
+        exist is for the corpus to find when it reads them."""
+        options = with_defaults(cls, cfg)
+        check_keys(options, SPECS, prefix="data.corpus.")
+        for split in SPLITS:
+            check(f"data.corpus.{split}", options[split], _split_spec(options["format"]))
+        format, tgt_lang = options["format"], options["tgt_lang"]
+        if format != "tsv" and tgt_lang == options["src_lang"]:
+            raise ConfigError(f"data.corpus.tgt_lang={show(tgt_lang)}: must differ from data.corpus.src_lang with "
+                              f"format={format}, which tells the sides apart by their language codes")
+
     def _files(self, split: str) -> list[Path]:
         value = self.paths[split]
-        key = f"data.corpus.{split}"
-        if value is None or value == "":
-            raise InputError(f"{key} is not set: give the {split} file"
-                             f"{' prefix or [source, target] files' if self.format == 'text' else ''}")
-        if self.format == "text":
-            if isinstance(value, str):
-                files = [Path(f"{value}.{self.src_lang}"), Path(f"{value}.{self.tgt_lang}")]
-            else:
-                files = [Path(str(v)) for v in value]
-                if len(files) != 2:
-                    raise InputError(f"{key}: give a prefix or exactly two files [source, target], got {len(files)}")
+        if self.format == "text" and isinstance(value, str):
+            files = [Path(f"{value}.{self.src_lang}"), Path(f"{value}.{self.tgt_lang}")]
         else:
-            if not isinstance(value, str):
-                raise InputError(f"{key}: give one {self.format} file, got {list(value)}")
-            files = [Path(value)]
+            files = [Path(str(v)) for v in ([value] if isinstance(value, str) else value)]
         files = [p.expanduser() for p in files]
         for path in files:
             if not path.is_file():
-                raise InputError(f"{key}: file not found: {path}")
+                raise InputError(f"data.corpus.{split}: file not found: {path}")
         return files
 
-    def _validate_options(self) -> dict[str, list[Path]]:
-        if self.format not in FORMATS:
-            raise InputError(f"data.corpus.format={self.format!r}: use tsv, jsonl or text")
-        if self.format != "tsv" and self.src_lang == self.tgt_lang:
-            raise InputError(f"data.corpus.src_lang and tgt_lang are both {self.src_lang!r}")
+    def _split_files(self) -> dict[str, list[Path]]:
         return {split: self._files(split) for split in SPLITS}
 
     @property
     def name(self) -> str:
         if self._digest is None:
             digest = hashlib.sha1(json.dumps([self.format, self.src_lang, self.tgt_lang]).encode())
-            for split, files in self._validate_options().items():
+            for split, files in self._split_files().items():
                 for path in files:
                     digest.update(f"{split}:{path.name}:".encode())
                     digest.update(_file_sha1(path))
@@ -103,7 +111,7 @@ class FileCorpus:
         path = Path(cache_dir) / self.name / "dataset"
 
         def build() -> None:
-            files = self._validate_options()
+            files = self._split_files()
             parse = {"tsv": self._parse_tsv, "jsonl": self._parse_jsonl, "text": self._parse_text}[self.format]
             path.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=path.parent, prefix=".staging-") as staging:

@@ -19,10 +19,12 @@ import logging
 import os
 import re
 from pathlib import Path
+from typing import Mapping
 
 from datasets import DatasetDict, load_dataset, load_from_disk
 
 from seqbench.common.errors import InputError
+from seqbench.common.specs import Spec, check_keys, integer, one_of, text
 from seqbench.data.cache import cached
 from seqbench.data.corpus import SPLITS, save_atomically
 
@@ -30,6 +32,25 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SPLIT_NAMES = {"train": "train", "validation": "valid", "valid": "valid", "dev": "valid", "test": "test"}
 SCHEMAS = ("auto", "translation", "columns")
+# What each key of data.corpus takes (seqbench.common.specs). Whether the dataset has those columns, languages and
+# splits, and enough training pairs to carve valid_size and test_size from, is known once it is read.
+SPECS = {
+    "dataset": text("a Hugging Face Hub id (e.g. bentrevett/multi30k) or a local path"),
+    "config": text("the Hub dataset's config name", none=True),
+    "src_lang": text("a language code"),
+    "tgt_lang": text("a language code"),
+    "schema": one_of(*SCHEMAS),
+    "translation_column": text("a column name"),
+    "src_column": text("a column name", none=True),
+    "tgt_column": text("a column name", none=True),
+    "split_names": Spec(lambda v: isinstance(v, Mapping) and all(name in SPLITS for name in v.values()),
+                        f"a mapping of the dataset's split names to {', '.join(SPLITS)}"),
+    "revision": text("a Hub branch, tag or commit", none=True),
+    "valid_size": integer(1),
+    "test_size": integer(1),
+    "split_seed": integer(0),
+    "max_train_pairs": integer(1, none=True, note=" (null: every pair)"),
+}
 
 
 def _one_line(error: BaseException) -> str:
@@ -47,7 +68,6 @@ class HubCorpus:
                  src_column: str | None = None, tgt_column: str | None = None, split_names: dict | None = None,
                  revision: str | None = None, valid_size: int = 1000, test_size: int = 1000, split_seed: int = 1234,
                  max_train_pairs: int | None = None):
-        # Checked in load(): Hydra wraps exceptions raised while instantiating, which would hide the one-line message.
         self.dataset = "" if dataset is None else str(dataset)
         self.config, self.revision = config, revision
         self.src_lang, self.tgt_lang, self.schema = str(src_lang), str(tgt_lang), str(schema)
@@ -56,6 +76,11 @@ class HubCorpus:
         self.split_names = {**DEFAULT_SPLIT_NAMES, **dict(split_names or {})}
         self.valid_size, self.test_size, self.split_seed = valid_size, test_size, split_seed
         self.max_train_pairs = max_train_pairs
+
+    @classmethod
+    def validate_config(cls, cfg: Mapping) -> None:
+        """Each key against SPECS (seqbench.config.checks runs this)."""
+        check_keys(cfg, SPECS, prefix="data.corpus.")
 
     # -- identity
     @property
@@ -84,11 +109,6 @@ class HubCorpus:
 
     # -- load
     def load(self, cache_dir: str | Path) -> DatasetDict:
-        if not self.dataset:
-            raise InputError("data.corpus.dataset is not set: give a Hugging Face Hub id (e.g. bentrevett/multi30k) "
-                             "or a local path, e.g. data=hf data.corpus.dataset=bentrevett/multi30k")
-        if self.schema not in SCHEMAS:
-            raise InputError(f"data.corpus.schema={self.schema!r}: use translation, columns or auto")
         path = Path(cache_dir) / self.name / "dataset"
 
         def build() -> None:
@@ -193,7 +213,7 @@ class HubCorpus:
                              "map one with data.corpus.split_names")
         for ours, size in (("test", self.test_size), ("valid", self.valid_size)):
             if ours not in splits:
-                if not isinstance(size, int) or size <= 0 or size >= len(splits["train"]):
+                if size >= len(splits["train"]):
                     raise InputError(f"data.corpus.{ours}_size={size!r}: {self.dataset} has no {ours} split, so it is "
                                      f"carved from train ({len(splits['train'])} pairs); use a positive count below it")
                 parts = splits["train"].train_test_split(test_size=size, seed=self.split_seed, shuffle=True,

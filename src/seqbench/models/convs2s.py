@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm
 
-from seqbench.common.errors import is_int, positive_int, require
+from seqbench.common.specs import Spec, integer, is_int, is_list
 from seqbench.common.tokens import PAD_ID
 from seqbench.models.interface import Seq2Seq, copy_config, depth_tag, scaled
 from seqbench.models.linear import Linear
@@ -56,6 +56,14 @@ def glu_conv(in_channels: int, out_channels: int, kernel_width: int, input_dropo
 def residual_projection(in_channels: int, out_channels: int) -> nn.Module:
     """The residual path needs a projection only where a block changes the width."""
     return linear(in_channels, out_channels) if in_channels != out_channels else nn.Identity()
+
+
+def _layer_list(value) -> bool:
+    return is_list(value) and len(value) > 0 and all(
+        is_list(layer) and len(layer) == 2 and all(is_int(n) and n > 0 for n in layer) for layer in value)
+
+
+LAYERS = Spec(_layer_list, "a non-empty list of [channels, kernel_width] pairs of positive integers")
 
 
 def parse_layers(layers: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
@@ -158,9 +166,9 @@ class ConvS2S(Seq2Seq):
         super().__init__()
         self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
         self.embed_dim, self.out_embed_dim = embed_dim, out_embed_dim
+        # one line for a bad layer list, not an unpacking error in parse_layers
+        self.validate_config({"encoder_layers": encoder_layers, "decoder_layers": decoder_layers})
         self.encoder_spec, self.decoder_spec = parse_layers(encoder_layers), parse_layers(decoder_layers)
-        if not self.encoder_spec or not self.decoder_spec:
-            raise ValueError("model.encoder_layers and model.decoder_layers need at least one [channels, kernel]")
         self.encoder = Encoder(src_vocab_size, embed_dim, self.encoder_spec, max_positions, dropout)
 
         self.tgt_embed = Embedding(tgt_vocab_size, embed_dim, max_positions, dropout)
@@ -206,17 +214,8 @@ class ConvS2S(Seq2Seq):
 
     # reorder_state: the generic index_select(0) over the history buffers is exactly right (step is an int).
 
-    @classmethod
-    def validate_config(cls, cfg: Mapping) -> None:
-        super().validate_config(cfg)
-        for key in ("embed_dim", "max_positions", "out_embed_dim"):
-            positive_int(cls.config_value(cfg, key), f"model.{key}")
-        for side in ("encoder", "decoder"):
-            layers = cls.config_value(cfg, f"{side}_layers")
-            require(bool(layers), f"model.{side}_layers={layers!r}: must be a non-empty list of [channels, kernel]")
-            for i, layer in enumerate(layers):
-                ok = not isinstance(layer, (int, str)) and len(layer) == 2 and all(is_int(v) and v > 0 for v in layer)
-                require(ok, f"model.{side}_layers[{i}]={layer!r}: must be [channels, kernel_width], positive ints")
+    config_specs = {**Seq2Seq.config_specs, "embed_dim": integer(1), "out_embed_dim": integer(1),
+                    "max_positions": integer(1), "encoder_layers": LAYERS, "decoder_layers": LAYERS}
 
     @classmethod
     def width(cls, cfg: Mapping) -> tuple[int, int]:

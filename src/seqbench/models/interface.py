@@ -38,7 +38,9 @@ Attention rows are probability distributions over source positions: non-negative
 Besides the tensors, each family answers what the harness needs to know about it (fairseq keeps such knowledge
 beside each architecture), so a new family is one model file plus one YAML:
 
-    validate_config(cfg)        one-line ConfigError for bad values, before any data or model is built
+    config_specs                what each config key takes, in the vocabulary of seqbench.common.specs
+    validate_config(cfg)        that table and the relations between keys, one-line ConfigErrors, run on the
+                                config before any data or model is built
     width(cfg) -> (width, step) the one integer knob that param-budget sizing scales, and its grid
     with_width(cfg, width)      a copy of cfg with its widths scaled to that knob
     run_label(preset, cfg)      the run's name in reports (e.g. "rnn-luong_dot")
@@ -55,7 +57,8 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from seqbench.common.errors import ConfigError, probability
+from seqbench.common.errors import ConfigError
+from seqbench.common.specs import Spec, check_keys, fraction
 
 
 def index_batch(tree: Any, indices: torch.Tensor) -> Any:
@@ -117,12 +120,14 @@ class Seq2Seq(nn.Module):
             return cfg[key]
         return inspect.signature(cls.__init__).parameters[key].default
 
+    # The family's keys, each with what it takes (seqbench.common.specs): a family extends the table with its own.
+    config_specs: Mapping[str, Spec] = {"dropout": fraction(none=True), "attention_dropout": fraction(none=True)}
+
     @classmethod
     def validate_config(cls, cfg: Mapping) -> None:
-        """Checks shared by every family; subclasses add theirs (and call this)."""
-        for key in ("dropout", "attention_dropout"):
-            if key in cfg:
-                probability(cfg[key], f"model.{key}")
+        """Each key the config holds against `config_specs`; a family adds the relations between its keys (and calls
+        this first)."""
+        check_keys(cfg, cls.config_specs, prefix="model.")
 
     # Param-budget sizing scales one config key (the width knob); these keys keep their ratio to it. A family with a
     # different rule overrides `width`/`with_width`; one without a knob cannot be sized (compare.param_budget).

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqbench.common.errors import choice, positive_int
+from seqbench.common.specs import integer, one_of
 from seqbench.common.tokens import PAD_ID
 from seqbench.models.interface import Seq2Seq, depth_tag
 from seqbench.models.linear import Linear
@@ -81,10 +81,7 @@ class RNNSeq2Seq(Seq2Seq):
                  bidirectional: bool = True, input_feeding: bool = True, dropout: float = 0.1,
                  tie_output_embeddings: bool = False):
         super().__init__()
-        if cell not in CELLS:
-            raise ValueError(f"model.cell={cell!r}: allowed values are {', '.join(CELLS)}")
-        if attention not in ATTENTION:
-            raise ValueError(f"model.attention={attention!r}: allowed values are {', '.join(ATTENTION)}")
+        self.validate_config({"cell": cell, "attention": attention})  # one line, not a KeyError of CELLS below
         self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
         self.cell, self.attention_kind = cell, attention
         self.luong = attention.startswith("luong")
@@ -215,13 +212,8 @@ class RNNSeq2Seq(Seq2Seq):
 
     # reorder_state: the generic index_select(0) over the batch-first hidden/cell/feed tensors is exactly right.
 
-    @classmethod
-    def validate_config(cls, cfg: Mapping) -> None:
-        super().validate_config(cfg)
-        choice(cls.config_value(cfg, "cell"), "model.cell", CELLS)
-        choice(cls.config_value(cfg, "attention"), "model.attention", ATTENTION)
-        for key in ("embed_dim", "hidden_size", "encoder_layers", "decoder_layers"):
-            positive_int(cls.config_value(cfg, key), f"model.{key}")
+    config_specs = {**Seq2Seq.config_specs, "cell": one_of(*CELLS), "attention": one_of(*ATTENTION),
+                    **{key: integer(1) for key in ("embed_dim", "hidden_size", "encoder_layers", "decoder_layers")}}
 
     width_key, scaled_with_width = "hidden_size", ("embed_dim",)  # param-budget sizing: embed_dim keeps its ratio
 

@@ -20,7 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqbench.common.errors import positive_int, require
+from seqbench.common.errors import ConfigError
+from seqbench.common.specs import integer, one_of
 from seqbench.common.tokens import PAD_ID
 from seqbench.models.interface import Seq2Seq, depth_tag
 from seqbench.models.linear import Linear
@@ -280,8 +281,8 @@ class Transformer(Seq2Seq):
                  attention_dropout: float = 0.0, norm_first: bool = False, positions: str = "sinusoidal",
                  max_positions: int = 1024, tie_output_embeddings: bool = True, share_all_embeddings: bool = False):
         super().__init__()
-        if positions not in POSITIONS:
-            raise ValueError(f"model.positions={positions!r}: must be one of {', '.join(POSITIONS)}")
+        # the keys whose bad values would otherwise fail obscurely, deep in a layer
+        self.validate_config({"d_model": d_model, "n_heads": n_heads, "positions": positions})
         self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
         self.d_model, self.n_heads, self.d_ff = d_model, n_heads, d_ff
         self.src_embed = Embedding(src_vocab_size, d_model, max_positions, positions, dropout)
@@ -345,20 +346,22 @@ class Transformer(Seq2Seq):
         for cache in state["self_kv"]:
             cache.reorder(indices)
 
+    config_specs = {**Seq2Seq.config_specs, "positions": one_of(*POSITIONS),
+                    **{key: integer(1) for key in ("d_model", "n_heads", "encoder_layers", "decoder_layers", "d_ff",
+                                                   "max_positions")}}
+
     @classmethod
     def validate_config(cls, cfg: Mapping) -> None:
         super().validate_config(cfg)
-        for key in ("d_model", "n_heads", "encoder_layers", "decoder_layers", "d_ff", "max_positions"):
-            positive_int(cls.config_value(cfg, key), f"model.{key}")
         d_model, n_heads = cls.config_value(cfg, "d_model"), cls.config_value(cfg, "n_heads")
-        require(d_model % n_heads == 0, f"model.n_heads={n_heads}: must divide model.d_model={d_model}")
         positions = cls.config_value(cfg, "positions")
-        require(positions in POSITIONS, f"model.positions={positions!r}: must be one of {', '.join(POSITIONS)}")
-        require(d_model % 2 == 0 or positions != "sinusoidal",
-                f"model.d_model={d_model}: sinusoidal positions need an even d_model")
-        require((d_model // n_heads) % 2 == 0 or positions != "rope",
-                f"model.n_heads={n_heads}: rope rotates pairs of dimensions, so d_model / n_heads must be even "
-                f"(d_model={d_model})")
+        if d_model % n_heads:
+            raise ConfigError(f"model.n_heads={n_heads}: must divide model.d_model={d_model}")
+        if positions == "sinusoidal" and d_model % 2:
+            raise ConfigError(f"model.d_model={d_model}: sinusoidal positions need an even d_model")
+        if positions == "rope" and (d_model // n_heads) % 2:
+            raise ConfigError(f"model.n_heads={n_heads}: rope rotates pairs of dimensions, so d_model / n_heads must "
+                              f"be even (d_model={d_model})")
 
     @classmethod
     def position_limit(cls, cfg: Mapping) -> int | None:
