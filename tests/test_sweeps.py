@@ -18,7 +18,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from seqbench.config.checks import validate
 from seqbench.config.compose import CONF_DIR
 from seqbench.rundir.results import read_results
-from seqbench.sweep import runner, spec
+from seqbench.sweep import halving, hydra_preset, launcher, runner, spec
 
 from conftest import ROOT, TINY, compose_train, seqbench_cli
 
@@ -76,16 +76,20 @@ def test_shape_presets_set_both_stacks_and_the_cnn_blocks():
 
 
 def _sweeper_values(params: dict) -> dict[str, list]:
-    """Hydra sweeper params (`1,2,4` or `choice(1,2,4)`) as lists, through Hydra's own override parser."""
+    """Hydra sweeper params (`1,2,4`, `choice(1,2,4)` or one value) as lists, through Hydra's own override parser."""
     parsed = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in params.items()])
-    return {o.key_or_group: list(o.sweep_iterator()) for o in parsed}
+    return {o.key_or_group: list(o.sweep_iterator()) if o.is_sweep_override() else [o.value()] for o in parsed}
 
 
 def test_transformer_shape_is_one_space_for_wandb_hydra_grid_and_optuna():
-    """The W&B file and Hydra's grid run the same shapes x seeds 1-3; Optuna searches the same shapes at one seed; all
-    three train with the same budget and the Transformer's recipe from the equal search (no schedule of their own;
-    not the quickstart's, which differs in lr, schedule and layer norm)."""
-    wandb = spec.load(ROOT / "sweeps" / "transformer_shape.yaml")
+    """sweeps/transformer_shape.yaml is the space's one definition: Hydra's grid preset is what it generates, and the
+    Optuna preset searches the grid's shapes at its first seed; both compose to the W&B trials' budget and the
+    Transformer's recipe from the equal search (no schedule of their own; not the quickstart's, which differs in lr,
+    schedule and layer norm)."""
+    path = ROOT / "sweeps" / "transformer_shape.yaml"
+    assert (CONF_DIR / "hparams_search" / "transformer_shape.yaml").read_text() == hydra_preset.preset(path), \
+        "the preset is generated from the sweep file: regenerate it (python -m seqbench.sweep.hydra_preset)"
+    wandb = spec.load(path)
     space = {name: s["values"] for name, s in spec.searched(wandb).items()}
     assert space["seed"] == [1, 2, 3]
     recipe = yaml.safe_load((CONF_DIR / "recipe" / "equal_search" / "transformer.yaml").read_text())
@@ -94,22 +98,14 @@ def test_transformer_shape_is_one_space_for_wandb_hydra_grid_and_optuna():
     assert {k: from_wandb["scheduler"][k] for k in recipe["scheduler"]} == recipe["scheduler"]
     assert {k: from_wandb["model"][k] for k in recipe["model"]} == recipe["model"]
     assert from_wandb["scheduler"]["total_steps"] == from_wandb["trainer"]["max_steps"] == 1000
-    for preset in ("transformer_shape", "transformer_optuna"):
-        text = yaml.safe_load((CONF_DIR / "hparams_search" / f"{preset}.yaml").read_text())
-        expected = space if preset == "transformer_shape" else {k: v for k, v in space.items() if k != "seed"}
-        assert _sweeper_values(text["hydra"]["sweeper"]["params"]) == expected, preset
-        # the same budget: the preset composes to what the W&B file's constants give
-        if preset == "transformer_shape":
-            from_preset = compose_train([f"hparams_search={preset}"])
-            for key in ("trainer", "scheduler", "optimizer", "test", "task_name"):
-                assert from_preset[key] == from_wandb[key], key
-        else:
-            assert "scheduler" not in text and "optimizer" not in text  # the recipe's, as for the grid
-            for key in ("trainer", "test"):
-                assert text[key] == {k: from_wandb[key][k] for k in text[key]} if key != "test" \
-                    else text[key] == from_wandb[key], key
-        from_preset = compose_train([f"hparams_search={preset}"])
+    for preset, expected in (("transformer_shape", space), ("transformer_optuna", {**space, "seed": [1]})):
+        from_preset = compose_train([f"hparams_search={preset}"], hydra_config=True)
+        assert _sweeper_values(from_preset.hydra.sweeper.params) == expected, preset
+        for key in ("trainer", "scheduler", "optimizer", "test"):
+            assert from_preset[key] == from_wandb[key], (preset, key)
+        assert from_preset["data"]["max_src_len"] == from_wandb["data"]["max_src_len"] == 20
         assert {k: from_preset["model"][k] for k in recipe["model"]} == recipe["model"], preset
+    assert compose_train(["hparams_search=transformer_shape"])["task_name"] == from_wandb["task_name"]
 
 
 def test_optuna_preset_composes_with_the_optuna_sweeper():
@@ -125,6 +121,38 @@ def test_trial_command_is_the_wandb_agents(tmp_path):
     args = spec.command(config, params, tmp_path / "args.json")
     assert args[:4] == ["/usr/bin/env", sys.executable, "train.py", "logger=[csv,wandb]"]
     assert args[4:] == [f"{name}={value}" for name, value in params.items()]
+
+
+def test_both_engines_run_their_trials_through_the_one_launcher(tmp_path, monkeypatch):
+    """A W&B sweep file's trials and a successive-halving search's jobs are each one launcher.launch call (the
+    process, its command.txt, its line), whose outcome the engine records in its own summary."""
+    launched = []
+
+    def launch(name, command, run_dir, sweep_dir, env, stopping=None, should_stop=None, updates=None):
+        launched.append(name)
+        bleu = float(len(launched))  # every trial scores better than the ones before it
+        return launcher.Outcome("complete", bleu, {"valid": {"bleu": bleu}, "train": {"steps": updates}}, 0.1,
+                                run_dir.relative_to(sweep_dir).as_posix(), command)
+
+    monkeypatch.setattr(launcher, "launch", launch)
+    program = tmp_path / "train.py"
+    program.write_text("")
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump({
+        "name": "grid", "program": str(program), "method": "grid", "metric": {"name": "val/bleu", "goal": "maximize"},
+        "parameters": {"x": {"values": [1, 2]}}, "command": ["${env}", "${interpreter}", "${program}", "${args}"]}))
+    (tmp_path / "search.yaml").write_text(yaml.safe_dump({
+        "search": "successive_halving", "program": str(program), "configurations": 2, "rungs": [5, 10], "keep": 2,
+        "confirm": {"top": 1, "seeds": [1]}, "shared": {"optimizer.lr": {"values": [1e-3, 2e-3]}},
+        "families": {"a": {}}, "constants": {"seed": 1}}))
+    trials = json.loads((runner.run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "sweep") / "summary.json")
+                        .read_text())["trials"]
+    jobs = json.loads((halving.run_search(tmp_path / "search.yaml", tmp_path / "search") / "summary.json")
+                      .read_text())["jobs"]
+    assert launched == ["trial 0", "trial 1", "a/search/0/5/1", "a/search/1/5/1", "a/search/1/10/1"]
+    assert [(t["state"], t["metric"], t["run_dir"]) for t in trials] == [("complete", 1.0, "trials/000"),
+                                                                         ("complete", 2.0, "trials/001")]
+    assert [(j["key"], j["metric"], j["updates"], j["run_dir"]) for j in jobs] == [
+        ("a/search/0/5/1", 3.0, 5, "a/000"), ("a/search/1/5/1", 4.0, 5, "a/001"), ("a/search/1/10/1", 5.0, 10, "a/001")]
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -188,8 +216,8 @@ def test_hyperband_stops_trials_behind_the_others(tmp_path, monkeypatch):
           x: {{values: [1, 2, 3]}}
         command: ["${{env}}", "${{interpreter}}", "${{program}}", "${{args_no_hyphens}}"]
         """))
-    monkeypatch.setattr(runner, "POLL_SECONDS", 0.05)
-    monkeypatch.setattr(runner, "KILL_DELAY", 5.0)
+    monkeypatch.setattr(launcher, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(launcher, "KILL_DELAY", 5.0)
     sweep_dir = runner.run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "sweep")
     trials = json.loads((sweep_dir / "summary.json").read_text())["trials"]
     assert len(trials) == 6 and trials[0]["state"] == "complete"
@@ -231,8 +259,8 @@ def test_parallel_trials_run_at_once_with_a_share_of_the_cores_and_cover_the_gri
           y: {{value: 0}}
         command: ["${{env}}", "${{interpreter}}", "${{program}}", "${{args_no_hyphens}}"]
         """))
-    monkeypatch.setattr(runner, "POLL_SECONDS", 0.05)
-    monkeypatch.setattr(runner, "usable_cores", lambda: 4)
+    monkeypatch.setattr(launcher, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(launcher, "usable_cores", lambda: 4)
     sweep_dir = runner.run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "sweep", parallel=2)
     summary = json.loads((sweep_dir / "summary.json").read_text())
     assert summary["parallel"] == 2 and summary["threads_per_trial"] == 2
@@ -268,7 +296,7 @@ def test_a_resumed_or_extended_search_makes_the_uninterrupted_proposals(tmp_path
             """))
         return path
 
-    monkeypatch.setattr(runner, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(launcher, "POLL_SECONDS", 0.05)
     runner.run_sweep(sweep_file(3), out=tmp_path / "extended")
     runner.run_sweep(sweep_file(5), out=tmp_path / "extended")
     runner.run_sweep(sweep_file(5), out=tmp_path / "whole")
@@ -316,7 +344,7 @@ def test_a_trial_cut_off_by_a_stopped_sweep_runs_again_with_its_proposal_in_its_
           lr: {{distribution: log_uniform_values, min: 1.0e-4, max: 1.0e-2}}
         command: ["${{env}}", "${{interpreter}}", "${{program}}", "${{args_no_hyphens}}"]
         """))
-    monkeypatch.setattr(runner, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(launcher, "POLL_SECONDS", 0.05)
     whole = json.loads((runner.run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "whole") / "summary.json")
                        .read_text())["trials"]
     cut_dir = runner.run_sweep(tmp_path / "sweep.yaml", out=tmp_path / "cut", parallel=2)
@@ -371,7 +399,7 @@ def test_a_sigterm_to_the_sweep_stops_its_trials_and_a_rerun_finishes_them(tmp_p
           x: {{values: [1, 2]}}
         command: ["${{env}}", "${{interpreter}}", "${{program}}", "${{args_no_hyphens}}"]
         """))
-    monkeypatch.setattr(runner, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(launcher, "POLL_SECONDS", 0.05)
     out = tmp_path / "sweep"
     pid_files = [out / "trials" / f"{n:03d}" / "pid" for n in (0, 1)]
 

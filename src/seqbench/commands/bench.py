@@ -29,7 +29,7 @@ from seqbench.measure.bench import MAX_ROUNDS, ROUNDS, run_bench
 from seqbench.measure.speed import MAX_INTERVAL
 from seqbench.measure.workload import FAMILIES, setting
 from seqbench.report.bench import recorded_command, write_bench
-from seqbench.sweep.runner import usable_cores
+from seqbench.sweep.launcher import usable_cores
 
 
 def parse_args(argv: list[str] | None):

@@ -27,7 +27,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import sys
 import threading
 import time
@@ -41,11 +40,7 @@ import yaml
 from seqbench.analysis.seeds import spread
 from seqbench.analysis.tuning import expected_best
 from seqbench.common.errors import ConfigError
-from seqbench.common.portable import recorded_command, relative
-from seqbench.rundir.layout import RunDir
-from seqbench.rundir.results import read_results
-from seqbench.sweep import space
-from seqbench.sweep.runner import interrupted_by_sigterm, last_line, run_process, usable_cores
+from seqbench.sweep import launcher, space
 from seqbench.sweep.spec import SweepError
 
 KIND = "successive_halving"
@@ -237,31 +232,12 @@ def job_overrides(config: dict, params: dict, job: Job) -> list[str]:
 
 def run_job(config: dict, params: dict, job: Job, sweep_dir: Path, env: dict[str, str],
             stopping: threading.Event) -> Record:
-    run_dir = job.run_dir(sweep_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    args = [sys.executable, str(config["program"]), *job_overrides(config, params, job), f"hydra.run.dir={run_dir}"]
-    # records name no folder of this machine (seqbench.common.portable)
-    (run_dir / "command.txt").write_text(" ".join(recorded_command(args, sweep_dir)) + "\n", encoding="utf-8")
-    started = time.perf_counter()
-    returncode = run_process(args, run_dir, env, stopping, name=job.key)
-    record = Record(job.key, "failed", None, None, round(time.perf_counter() - started, 1),
-                    relative(run_dir, sweep_dir))
-    results = read_results(run_dir) if RunDir(run_dir).results.is_file() else {}
-    if returncode == 0 and results.get("status") == "completed":
-        record.state, record.metric = "complete", results["valid"]["bleu"]
-        record.updates = results["train"]["steps"]
-        if record.updates < job.steps:  # a rung is a count of updates: a job that stopped short did not reach it
-            record.state, record.metric = "failed", None
-            record.error = (f"stopped at {record.updates} of {job.steps} updates (by "
-                            f"{results['train'].get('stopped_by')}): raise trainer.max_epochs or trainer.max_time")
-    else:
-        record.state = "diverged" if results.get("status") == "diverged" else "failed"
-        record.updates = results.get("step")
-        record.error = results.get("error") or last_line(run_dir / "stderr.log") or f"exit status {returncode}"
-    print(f"{job.key}: {record.state}, val/bleu="
-          f"{'—' if record.metric is None else f'{record.metric:.2f}'} ({record.seconds:.0f} s)"
-          + (f": {record.error}" if record.error else ""), flush=True)
-    return record
+    """Trains one job to its update count (launcher.launch); one that stops short of it failed."""
+    command = [sys.executable, str(config["program"]), *job_overrides(config, params, job)]
+    outcome = launcher.launch(job.key, command, job.run_dir(sweep_dir), sweep_dir, env, stopping, updates=job.steps)
+    results = outcome.results  # a completed record counts its updates in train.steps, another in step
+    updates = results.get("train", {}).get("steps", results.get("step"))
+    return Record(job.key, outcome.state, outcome.metric, updates, outcome.seconds, outcome.run_dir, outcome.error)
 
 
 def recorded(sweep_dir: Path, config: dict, seed: int) -> tuple[dict[str, Record], float]:
@@ -288,11 +264,7 @@ def run_search(path: str | Path, out: str | Path, seed: int = 0, parallel: int =
     records, previous_seconds = recorded(sweep_dir, config, seed)
     (sweep_dir / "sweep.yaml").write_text(Path(path).read_text(encoding="utf-8"), encoding="utf-8")
     configurations = family_configurations(config, seed)
-    env = dict(os.environ if env is None else env)
-    if parallel > 1:
-        env["OMP_NUM_THREADS"] = str(max(1, usable_cores() // parallel))  # `threads: null` follows it
-    running_info = {"parallel": parallel, "threads_per_trial": int(env["OMP_NUM_THREADS"])
-                    if "OMP_NUM_THREADS" in env else None}
+    env, running_info = launcher.trial_environment(env, parallel)
     given = budget(config)
     print(f"{config.get('name', 'search')}: {len(config['families'])} families, {config['configurations']} "
           f"configurations each, rungs {config['rungs']} ({keep_counts(config)} configurations), "
@@ -308,7 +280,7 @@ def run_search(path: str | Path, out: str | Path, seed: int = 0, parallel: int =
             write_summary(sweep_dir, config, seed, configurations, records, time.perf_counter() - started,
                           running_info)
 
-    with ThreadPoolExecutor(max_workers=parallel) as pool, interrupted_by_sigterm():
+    with ThreadPoolExecutor(max_workers=parallel) as pool, launcher.interrupted_by_sigterm():
         try:
             while True:
                 while len(running) < parallel and (job := next_job(config, records, list(running.values()))):

@@ -1,26 +1,22 @@
 """Runs a sweep file's trials locally: Optuna proposes, `train.py` runs as a subprocess, the metric goes back.
 
-Each trial is the command `wandb agent` would start, plus `hydra.run.dir=<sweep dir>/trials/<n>` so that the trial's
-run directory (results.json, csv/metrics.csv, checkpoints, stdout.log/stderr.log) lands inside the sweep directory.
-While a trial runs, the validation BLEU points its CSV logger writes are reported to Optuna as intermediate values,
-so a hyperband pruner can stop it (SIGTERM, as the agent does). A trial that exits non-zero is recorded as failed
-with the last line of its stderr (train.py's one-line `error: ...`), and the sweep goes on. With `parallel` N, N
-trials run at once (Optuna's n_jobs), each with an equal share of this process's cores (OMP_NUM_THREADS, which
-`threads: null` follows), and the summary says so. A sweep directory that already holds trials of the same sweep
-(same parameters, method and seed) is resumed: its trials are replayed into the study, each proposal checked against
-the recorded one, so the sweep goes on with exactly the proposals an uninterrupted run would have made; raising
-run_cap (or --count) extends a finished search the same way. A trial that was still running when the sweep stopped
-left no record: it runs again with the same proposal in its own run directory, where train.py resumes it from its
-last.ckpt.
+Each trial is the command `wandb agent` would start, run by seqbench.sweep.launcher (as a successive-halving search's
+jobs are) in its run directory <sweep dir>/trials/<n>, inside the sweep directory. While a trial runs, the
+validation BLEU points its CSV logger writes are reported to Optuna as intermediate values, so a hyperband pruner can
+stop it (SIGTERM, as the agent does). A trial that does not complete is recorded as failed (or diverged) with its
+one-line error, and the sweep goes on. With `parallel` N, N trials run at once (Optuna's n_jobs), each with an equal
+share of this process's cores (OMP_NUM_THREADS, which `threads: null` follows), and the summary says so. A sweep
+directory that already holds trials of the same sweep (same parameters, method and seed) is resumed: its trials are
+replayed into the study, each proposal checked against the recorded one, so the sweep goes on with exactly the
+proposals an uninterrupted run would have made; raising run_cap (or --count) extends a finished search the same way.
+A trial that was still running when the sweep stopped left no record: it runs again with the same proposal in its
+own run directory, where train.py resumes it from its last.ckpt.
 """
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import os
-import signal
-import subprocess
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -28,21 +24,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from seqbench.common.portable import recorded_command, relative
-from seqbench.rundir.layout import RunDir
 from seqbench.rundir.reader import Run
-from seqbench.rundir.results import read_results
-from seqbench.sweep import spec
+from seqbench.sweep import launcher, spec
 
-POLL_SECONDS = 2.0   # how often a running trial's metrics.csv is read for intermediate validation BLEU
-KILL_DELAY = 30.0    # seconds between SIGTERM and SIGKILL when a trial is stopped early (the agent's KILL_DELAY)
 METRIC = "val/bleu"  # the one metric a local sweep reads back from a trial's run directory
 
 
 @dataclass
 class Trial:
     number: int
-    state: str                       # complete | failed | stopped (early termination)
+    state: str                       # complete | diverged | failed | stopped (early termination)
     params: dict[str, Any]           # the searched parameters only
     metric: float | None             # final val/bleu (complete), last reported one (stopped), None (failed)
     intermediate: list[float] = field(default_factory=list)  # val/bleu at every validation during training
@@ -65,97 +56,32 @@ def _validation_points(run_dir: Path) -> list[float]:
     return [point["bleu"] for point in Run(run_dir, {}).curve()]
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM to the trial's process group, SIGKILL after KILL_DELAY, as `wandb agent` stops a run."""
-    for sig, wait in ((signal.SIGTERM, KILL_DELAY), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def last_line(path: Path) -> str | None:
-    lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
-    return lines[-1][:500] if lines else None
-
-
-class SweepStopped(Exception):
-    """The sweep was interrupted while this trial ran: its training was stopped and it is left unrecorded."""
-
-
-def run_process(args: list[str], run_dir: Path, env: dict[str, str], stopping: threading.Event | None = None,
-                should_stop=None, name: str = "trial") -> int | None:
-    """Runs one training command with its output appended to run_dir/stdout.log and stderr.log (a resumed job adds to
-    them). Every POLL_SECONDS: when `stopping` is set (the sweep was interrupted), the training is stopped (SIGTERM:
-    train.py saves last.ckpt) and SweepStopped raised; when `should_stop()` says so, it is stopped and None returned.
-    Otherwise returns its exit status."""
-    with open(run_dir / "stdout.log", "ab") as out, open(run_dir / "stderr.log", "ab") as err:
-        proc = subprocess.Popen(args, stdout=out, stderr=err, env=env, start_new_session=True)
-        try:
-            while proc.poll() is None:
-                time.sleep(POLL_SECONDS)
-                if stopping is not None and stopping.is_set():
-                    _stop(proc)
-                    raise SweepStopped(name)
-                if should_stop is not None and should_stop():
-                    _stop(proc)
-                    return None
-        except BaseException:  # an error here: never leave a training running behind
-            if proc.poll() is None:
-                _stop(proc)
-            raise
-    return proc.returncode
-
-
 def run_trial(trial, config: dict, number: int, sweep_dir: Path, env: dict[str, str], params: dict,
               stopping: threading.Event | None = None) -> Trial:
-    """Starts the trial's command with the proposed params, reports each validation to Optuna while it runs, stops
-    it when the pruner says, or when `stopping` is set (the sweep was interrupted: SweepStopped, no record)."""
+    """Runs the trial's command with the proposed params, reporting each validation to Optuna, which may stop it
+    (early termination); `stopping` set (the sweep was interrupted) stops it unrecorded (launcher.SweepStopped)."""
     searched = {name: params[name] for name in spec.searched(config)}
     run_dir = (sweep_dir / "trials" / f"{number:03d}").resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    args = spec.command(config, params, run_dir / "args.json") + [f"hydra.run.dir={run_dir}"]
-    shown = recorded_command(args, sweep_dir)  # records name no folder of this machine (seqbench.common.portable)
-    (run_dir / "command.txt").write_text(" ".join(shown) + "\n", encoding="utf-8")
+    run_dir.mkdir(parents=True, exist_ok=True)  # before the command: a ${args_json_file} is written there
+    command = spec.command(config, params, run_dir / "args.json")
     print(f"trial {number}: {' '.join(f'{k}={v}' for k, v in searched.items())}", flush=True)
-
-    started = time.perf_counter()
     reported: list[float] = []
 
-    def pruned() -> bool:  # the validations written since the last poll go to Optuna, which may stop the trial
+    def pruned() -> float | None:  # the validations written since the last poll go to Optuna, which may stop the trial
         stop = False
         for value in _validation_points(run_dir)[len(reported):]:
             reported.append(value)
             trial.report(value, step=len(reported))
             stop = stop or trial.should_prune()
-        return stop
+        return reported[-1] if stop else None
 
-    returncode = run_process(args, run_dir, env, stopping, pruned, f"trial {number}")
-    stopped = returncode is None
-    record = Trial(number=number, state="complete", params=searched, metric=None, intermediate=reported,
-                   seconds=round(time.perf_counter() - started, 1), run_dir=relative(run_dir, sweep_dir),
-                   command=shown)
-    results_path = RunDir(run_dir).results
-    if stopped:
-        record.state, record.metric = "stopped", reported[-1]
-    elif returncode != 0 or not results_path.is_file():
-        record.state = "failed"
-        record.error = last_line(run_dir / "stderr.log") or f"exit status {returncode}"
-    else:
-        results = read_results(results_path)
-        record.metric = results["valid"]["bleu"]
-        record.parameters = results.get("parameters")
-        record.train_tokens_per_s = results.get("throughput", {}).get("target_tokens_per_s")
-        record.steps = results.get("train", {}).get("steps")
-    print(f"trial {number}: {record.state}, {config['metric']['name']}="
-          f"{'—' if record.metric is None else f'{record.metric:.2f}'} ({record.seconds:.0f} s)"
-          + (f": {record.error}" if record.error else ""), flush=True)
-    return record
+    outcome = launcher.launch(f"trial {number}", command, run_dir, sweep_dir, env, stopping, pruned)
+    results = outcome.results if outcome.state == "complete" else {}
+    return Trial(number=number, state=outcome.state, params=searched, metric=outcome.metric, intermediate=reported,
+                 seconds=outcome.seconds, parameters=results.get("parameters"),
+                 train_tokens_per_s=results.get("throughput", {}).get("target_tokens_per_s"),
+                 steps=results.get("train", {}).get("steps"), run_dir=outcome.run_dir, command=outcome.command,
+                 error=outcome.error)
 
 
 def _target_reached(config: dict, value: float | None) -> bool:
@@ -165,17 +91,11 @@ def _target_reached(config: dict, value: float | None) -> bool:
     return value >= target if spec.direction(config) == "maximize" else value <= target
 
 
-def usable_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None = None, seed: int | None = 0,
               env: dict[str, str] | None = None, parallel: int = 1) -> Path:
     """Runs up to min(count, run_cap, grid size) trials, `parallel` at a time; writes the summary after every trial.
     Returns the sweep dir."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-
-    import optuna
 
     config, total = _checked_sweep(path, count)
     sweep_dir = Path(out) if out else default_sweep_dir(config)
@@ -183,7 +103,7 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     previous, previous_seconds = recorded_trials(sweep_dir, config, seed)
     (sweep_dir / "sweep.yaml").write_text(Path(path).read_text(encoding="utf-8"), encoding="utf-8")
     study = _study(config, seed, total)
-    env, running = _trial_environment(env, parallel)
+    env, running = launcher.trial_environment(env, parallel)
     trials, unfinished = _replayed(study, config, previous)
     started = time.perf_counter() - previous_seconds
     if trials or unfinished:
@@ -203,9 +123,7 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
         reached = False
         for future in futures:
             trial, record = running_trials.pop(future), future.result()
-            state = {"complete": optuna.trial.TrialState.COMPLETE, "stopped": optuna.trial.TrialState.PRUNED,
-                     "failed": optuna.trial.TrialState.FAIL}[record.state]
-            study.tell(trial, record.metric if record.state == "complete" else None, state=state)
+            _tell(study, trial, record)
             reached |= _target_reached(config, record.metric)
         return reached
 
@@ -213,7 +131,7 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     # every run. Here the main thread asks and draws each trial's parameters in trial order (a random search
     # proposes exactly what a sequential or resumed one does) and threads only run and watch the trial processes.
     lock, running_trials, reached, stopping = threading.Lock(), {}, False, threading.Event()
-    with ThreadPoolExecutor(max_workers=parallel) as pool, interrupted_by_sigterm():
+    with ThreadPoolExecutor(max_workers=parallel) as pool, launcher.interrupted_by_sigterm():
         try:
             for index in range(max(len(unfinished), total - len(trials))):
                 if len(running_trials) >= parallel:
@@ -270,15 +188,6 @@ def _study(config: dict, seed: int | None, total: int):
     return study
 
 
-def _trial_environment(env: dict[str, str] | None, parallel: int) -> tuple[dict[str, str], dict]:
-    """The trials' environment (each trial's share of the cores when several run) and how they run, for the summary."""
-    env = dict(os.environ if env is None else env)
-    if parallel > 1:
-        env["OMP_NUM_THREADS"] = str(max(1, usable_cores() // parallel))  # `threads: null` follows it
-    return env, {"parallel": parallel,
-                 "threads_per_trial": int(env["OMP_NUM_THREADS"]) if "OMP_NUM_THREADS" in env else None}
-
-
 def _replayed(study, config: dict, previous: list[Trial]) -> tuple[list[Trial], list]:
     """A resumed sweep: the recorded trials told to the study in order, and the gaps (trials still running when the
     sweep stopped) asked again in order, as (trial, params), so the study proposes what an uninterrupted one would."""
@@ -291,26 +200,6 @@ def _replayed(study, config: dict, previous: list[Trial]) -> tuple[list[Trial], 
             trial = study.ask()
             unfinished.append((trial, spec.suggest(trial, config)))
     return trials, unfinished
-
-
-@contextlib.contextmanager
-def interrupted_by_sigterm():
-    """SIGTERM (a scheduler's or `kill`'s stop) raises KeyboardInterrupt in the main thread, as Ctrl-C does, so the
-    sweep stops its trials instead of dying with them still running."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        error = KeyboardInterrupt(f"signal {signum}")
-        error.signum = signum
-        raise error
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def recorded_trials(sweep_dir: Path, config: dict, seed: int | None) -> tuple[list[Trial], float]:
@@ -331,8 +220,6 @@ def recorded_trials(sweep_dir: Path, config: dict, seed: int | None) -> tuple[li
 def replay(study, config: dict, record: Trial) -> Trial:
     """Tells the study a recorded trial, after checking that the sampler proposes its parameters again. Returns the
     record."""
-    import optuna
-
     trial = study.ask()
     params = {name: value for name, value in spec.suggest(trial, config).items() if name in spec.searched(config)}
     if trial.number != record.number or params != record.params:
@@ -340,10 +227,17 @@ def replay(study, config: dict, record: Trial) -> Trial:
                               f"recorded {record.params} (another Optuna version or an edited summary.json?)")
     for step, value in enumerate(record.intermediate, start=1):
         trial.report(value, step=step)
-    state = {"complete": optuna.trial.TrialState.COMPLETE, "stopped": optuna.trial.TrialState.PRUNED,
-             "failed": optuna.trial.TrialState.FAIL}[record.state]
-    study.tell(trial, record.metric if record.state == "complete" else None, state=state)
+    _tell(study, trial, record)
     return record
+
+
+def _tell(study, trial, record: Trial) -> None:
+    """Tells the study how a trial ended: its metric when complete, pruned when stopped early, else failed."""
+    import optuna
+
+    states = {"complete": optuna.trial.TrialState.COMPLETE, "stopped": optuna.trial.TrialState.PRUNED}
+    study.tell(trial, record.metric if record.state == "complete" else None,
+               state=states.get(record.state, optuna.trial.TrialState.FAIL))
 
 
 def _fmt(value) -> str:
