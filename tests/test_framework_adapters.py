@@ -2,12 +2,23 @@
 removes or changes one fails with a message naming the module to adapt, instead of breaking silently (issue 52)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
+
+
+@contextlib.contextmanager
+def _naming(adapt: str):
+    """Fails with `adapt` on an attribute or key the framework no longer has (rather than with the bare error)."""
+    try:
+        yield
+    except (AttributeError, KeyError) as error:
+        pytest.fail(f"{adapt}: {type(error).__name__}: {error}")
 
 
 def test_sacrebleus_sentence_statistics_are_what_scoring_metrics_reads():
@@ -43,14 +54,51 @@ def test_torchs_onednn_linear_is_what_models_linear_calls():
     assert torch.allclose(out, F.linear(x, weight, bias), atol=1e-5), f"{adapt}: it computes something else"
 
 
-def test_lightnings_fit_loop_holds_the_loader_resume_state_drops():
+def test_lightnings_fit_loop_builds_again_the_train_loader_common_lightning_adapter_drops(tmp_path):
+    """What ResumeState needs: a train loader built before fit starts (configure_optimizers asking for
+    trainer.estimated_stepping_batches builds one) and dropped at on_fit_start is built again for the first epoch."""
     import lightning as L
+    from torch.utils.data import DataLoader, TensorDataset
 
-    trainer = L.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False)
-    assert hasattr(trainer.fit_loop, "_combined_loader"), (
-        f"lightning {L.__version__}: the fit loop has no _combined_loader; adapt "
-        f"seqbench.training.callbacks.ResumeState.on_fit_start, which drops it so a resumed run starts at its batch")
+    from seqbench.common.lightning_adapter import drop_built_train_loader
+
+    adapt = (f"lightning {L.__version__}: adapt seqbench.common.lightning_adapter.drop_built_train_loader, the one "
+             f"function that clears the fit loop's _combined_loader (ResumeState calls it so that a run resumed "
+             f"mid-epoch starts at its batch)")
+
+    class Data(L.LightningDataModule):
+        built = 0
+
+        def train_dataloader(self):  # the n-th loader built yields n
+            self.built += 1
+            return DataLoader(TensorDataset(torch.full((4, 1), float(self.built))), batch_size=2)
+
+    class Model(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer, self.seen = torch.nn.Linear(1, 1), []
+
+        def training_step(self, batch, batch_idx):
+            self.seen.append(batch[0][0, 0].item())
+            return self.layer(batch[0]).sum()
+
+        def configure_optimizers(self):
+            assert self.trainer.estimated_stepping_batches == 2  # builds the train loader, as seqbench's schedules do
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    class Drop(L.Callback):
+        def on_fit_start(self, trainer, pl_module):
+            self.built_before = trainer.datamodule.built
+            drop_built_train_loader(trainer)
+
+    data, model, drop = Data(), Model(), Drop()
+    trainer = L.Trainer(max_epochs=1, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, callbacks=[drop],
+                        default_root_dir=tmp_path)
+    with _naming(adapt):
+        trainer.fit(model, datamodule=data)
+    assert model.seen and model.seen[0] > drop.built_before, \
+        f"{adapt}: the first epoch used the loader built before fit started ({data.built} built)"
 
 
 @pytest.fixture
@@ -90,32 +138,72 @@ def test_wandbs_netrc_lookup_is_what_loggers_wandb_logger_reads(offline_wandb, t
         read_netrc_auth(host="https://malformed.example.org")
 
 
-def test_lightnings_wandb_logger_keeps_the_state_loggers_wandb_logger_sets_and_reads(offline_wandb, tmp_path):
+def test_lightnings_wandb_logger_keeps_the_state_common_lightning_adapter_sets_and_reads(offline_wandb, tmp_path):
     import lightning as L
     import wandb
+    from lightning.pytorch.loggers import WandbLogger as LightningWandbLogger
 
+    from seqbench.common import lightning_adapter as adapter
     from seqbench.loggers.wandb_logger import WandbLogger
 
-    adapt = (f"lightning {L.__version__}, wandb {wandb.__version__}: adapt seqbench.loggers.wandb_logger.WandbLogger "
-             f"(experiment, resume_from), the one module that sets and reads Lightning's WandbLogger attributes")
-    resumed = WandbLogger(project="seqbench", save_dir=str(tmp_path / "resumed"), group="g")
-    init = getattr(resumed, "_wandb_init", None)
-    expected = {"project": "seqbench", "dir": str(tmp_path / "resumed"), "id": None, "resume": "allow", "group": "g"}
-    assert isinstance(init, dict) and expected.items() <= init.items(), \
-        f"{adapt}: _wandb_init is {init!r}, not the wandb.init arguments the constructor was given"
-    (tmp_path / "resumed" / "wandb" / "offline-run-20260101_000000-pinned01").mkdir(parents=True)
-    resumed.resume_from(10)
-    assert (init["id"], resumed.version) == ("pinned01", "pinned01"), f"{adapt}: the version does not read _id"
+    adapt = (f"lightning {L.__version__}, wandb {wandb.__version__}: adapt seqbench.common.lightning_adapter "
+             f"(wandb_init_args, set_wandb_run_id, wandb_run, set_wandb_run, reattaches_wandb_run), the one module "
+             f"that sets and reads Lightning's WandbLogger attributes (for seqbench.loggers.wandb_logger.WandbLogger)")
+    with _naming(adapt):  # an attribute gone fails with the message too
+        resumed = WandbLogger(project="seqbench", save_dir=str(tmp_path / "resumed"), group="g")
+        init = adapter.wandb_init_args(resumed)
+        expected = {"project": "seqbench", "dir": str(tmp_path / "resumed"), "id": None, "resume": "allow",
+                    "group": "g"}
+        assert isinstance(init, dict) and expected.items() <= init.items(), \
+            f"{adapt}: _wandb_init is {init!r}, not the wandb.init arguments the constructor was given"
+        (tmp_path / "resumed" / "wandb" / "offline-run-20260101_000000-pinned01").mkdir(parents=True)
+        resumed.resume_from(10)  # set_wandb_run_id
+        assert (init["id"], resumed.version) == ("pinned01", "pinned01"), f"{adapt}: the version does not read _id"
 
-    fresh = WandbLogger(project="seqbench", save_dir=str(tmp_path / "fresh"))
-    assert getattr(fresh, "_experiment", False) is None, f"{adapt}: no _experiment slot before the run starts"
-    run = fresh.experiment
-    try:
-        assert fresh.version == run.id, f"{adapt}: the version does not read _experiment"
-        # a logger pickled for a spawned DDP worker carries _attach_id; the worker (no current run) re-attaches to it
-        worker = pickle.loads(pickle.dumps(fresh))
-        assert getattr(worker, "_attach_id", None) is not None, f"{adapt}: a pickled logger has no _attach_id"
-        offline_wandb.setattr(wandb, "run", None)
-        assert worker.experiment.id == run.id, f"{adapt}: a spawned worker's logger starts another run"
-    finally:
-        run.finish()
+        given = LightningWandbLogger(project="seqbench", save_dir=str(tmp_path / "given"))
+        assert adapter.wandb_run(given) is None, f"{adapt}: no _experiment slot before the run starts"
+        adapter.set_wandb_run(given, given_run := type("Run", (), {"id": "given01", "name": "given"})())
+        assert given.experiment is given_run and given.version == "given01", \
+            f"{adapt}: the logger ignores a run set in it"
+
+        fresh = WandbLogger(project="seqbench", save_dir=str(tmp_path / "fresh"))
+        assert not adapter.reattaches_wandb_run(fresh), f"{adapt}: a new logger reads as a spawned worker's"
+        run = fresh.experiment
+        try:
+            assert adapter.wandb_run(fresh) is run and fresh.version == run.id, \
+                f"{adapt}: the run started is not the logger's _experiment"
+            # a logger pickled for a spawned DDP worker carries _attach_id; the worker (no current run) re-attaches
+            worker = pickle.loads(pickle.dumps(fresh))
+            assert adapter.reattaches_wandb_run(worker), f"{adapt}: a pickled logger has no _attach_id"
+            offline_wandb.setattr(wandb, "run", None)
+            assert worker.experiment.id == run.id, f"{adapt}: a spawned worker's logger starts another run"
+        finally:
+            run.finish()
+
+
+def test_lightnings_csv_writer_takes_back_the_rows_loggers_csv_logger_keeps(tmp_path):
+    """A run resumed from update 4 of 6 ends with the metrics.csv of one that was never stopped."""
+    import lightning as L
+
+    from seqbench.loggers.csv_logger import ResumableCSVLogger
+
+    adapt = (f"lightning {L.__version__}: adapt seqbench.loggers.csv_logger.ResumableCSVLogger, which gives the rows "
+             f"logged before a resume back to CSVLogger's experiment writer (log_metrics, save)")
+
+    def log(logger, steps):
+        for step in steps:  # a validation every 3 updates: a row of other columns at the same step
+            logger.log_metrics({"train/loss": 1 / (step + 1), "epoch": step // 3}, step=step)
+            if step % 3 == 1:
+                logger.log_metrics({"val/nll": step / 7, "epoch": step // 3}, step=step)
+        logger.save()
+
+    log(uninterrupted := ResumableCSVLogger(tmp_path / "uninterrupted", name="csv", version=""), range(6))
+    stopped = ResumableCSVLogger(tmp_path / "resumed", name="csv", version="")
+    log(stopped, range(5))  # stopped after update 5; its last checkpoint is update 4's
+    stopped.log_hyperparams({"lr": 0.1})
+    resumed = ResumableCSVLogger(tmp_path / "resumed", name="csv", version="")
+    resumed.resume_from(4)
+    with _naming(adapt):
+        log(resumed, range(4, 6))
+    expected = (Path(uninterrupted.log_dir) / "metrics.csv").read_text()
+    assert (Path(resumed.log_dir) / "metrics.csv").read_text() == expected, f"{adapt}: metrics.csv differs"

@@ -221,6 +221,7 @@ def test_run_names_show_label_shape_and_seed(overrides, name):
 
 
 def test_a_resumed_run_continues_the_newest_wandb_run_in_its_folder(tmp_path):
+    from seqbench.common.lightning_adapter import wandb_init_args
     from seqbench.loggers.wandb_logger import WandbLogger
 
     fresh = WandbLogger(project="seqbench", save_dir=str(tmp_path))
@@ -231,4 +232,4 @@ def test_a_resumed_run_continues_the_newest_wandb_run_in_its_folder(tmp_path):
         (tmp_path / "wandb" / name).mkdir(parents=True)
     resumed = WandbLogger(project="seqbench", save_dir=str(tmp_path))
     resumed.resume_from(10)
-    assert resumed.version == "newest22" and resumed._wandb_init["resume"] == "allow"
+    assert resumed.version == "newest22" and wandb_init_args(resumed)["resume"] == "allow"

@@ -13,7 +13,11 @@ class ResumableCSVLogger(CSVLogger):
     only the rows logged after the resume. Told the update it resumes from (`resume_from`), this logger keeps
     the earlier rows logged before that update and drops the later ones: those came from training after the
     checkpoint, or from evaluating after training, which the resumed run repeats. So metrics.csv reads as an
-    uninterrupted run's (a training row's step is its update - 1, a validation's the update it follows - 1)."""
+    uninterrupted run's (a training row's step is its update - 1, a validation's the update it follows - 1).
+
+    Only Lightning's public API: the kept rows go back through the experiment writer's `log_metrics` and `save`, as
+    the logger's own rows do, so the writer knows the file's columns (tests/test_framework_adapters.py pins the
+    result)."""
 
     _resumed_at: int | None = None
 
@@ -24,20 +28,18 @@ class ResumableCSVLogger(CSVLogger):
     @property
     @rank_zero_experiment
     def experiment(self):
-        if self._experiment is not None or self._resumed_at is None:
+        resumed_at, self._resumed_at = self._resumed_at, None  # only the first use, which makes the writer
+        if resumed_at is None:
             return super().experiment
         path = Path(self.log_dir) / "metrics.csv"
-        header, rows = [], []
+        kept = []
         if path.is_file():
             with path.open(newline="") as f:
-                reader = csv.DictReader(f)
-                rows = [row for row in reader if row.get("step") and int(row["step"]) < self._resumed_at]
-                header = sorted(reader.fieldnames or [])  # Lightning's writer keeps its columns sorted
-        experiment = super().experiment  # removes metrics.csv
-        if rows:
-            with path.open("w", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=header)
-                writer.writeheader()
-                writer.writerows(rows)
-            experiment.metrics_keys = header  # later rows append under this header, or rewrite it with new columns
+                kept = [row for row in csv.DictReader(f) if row.get("step") and int(row["step"]) < resumed_at]
+            path.unlink()  # the writer starts a new file, to which the kept rows go first
+        experiment = super().experiment
+        for row in kept:  # a row's empty cells are the metrics it did not log
+            experiment.log_metrics({key: value for key, value in row.items() if key != "step" and value != ""},
+                                   int(row["step"]))
+        experiment.save()
         return experiment

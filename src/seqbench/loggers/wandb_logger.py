@@ -11,12 +11,11 @@ What reaches the run besides scalars (tables, plots, the summary) is seqbench.lo
 
 Everything here logs from global rank zero only (Lightning's rank-zero experiment; the callback checks the rank).
 
-This module is seqbench's adapter to W&B's internals and to those of Lightning's WandbLogger, each pinned by a test in
-tests/test_framework_adapters.py: W&B's netrc lookup (`wandb.sdk.lib.wbauth.read_netrc_auth`; the public
-`wandb.login(prompt=False, verify=False)` would answer too, but when it finds a key it asks the server whose it is, a
-network wait before wandb.init's bounded one), and the WandbLogger attributes a subclass sets or reads to start the
-run itself (`_experiment`, `_wandb_init`, `_id`, and `_attach_id`, which Lightning leaves on a logger pickled for a
-spawned DDP worker).
+This module is seqbench's adapter to W&B's internals, pinned by a test in tests/test_framework_adapters.py: W&B's netrc
+lookup (`wandb.sdk.lib.wbauth.read_netrc_auth`; the public `wandb.login(prompt=False, verify=False)` would answer too,
+but when it finds a key it asks the server whose it is, a network wait before wandb.init's bounded one). The state of
+Lightning's WandbLogger that the subclass sets and reads to start the run itself is reached through
+seqbench.common.lightning_adapter, Lightning's adapter.
 """
 from __future__ import annotations
 
@@ -28,6 +27,7 @@ from pathlib import Path
 from lightning.pytorch.loggers import WandbLogger as LightningWandbLogger
 from lightning.pytorch.loggers.logger import rank_zero_experiment
 
+from seqbench.common import lightning_adapter
 from seqbench.common.errors import ConfigError, InputError
 
 # Modes that talk to a server: a failure to reach it falls back to offline.
@@ -119,17 +119,18 @@ class WandbLogger(LightningWandbLogger):
         earlier = sorted(Path(self.save_dir or ".", "wandb").glob("*run-*_*-*"),  # [offline-]run-<date>_<time>-<id>
                          key=lambda folder: folder.name.split("run-", 1)[1])
         if earlier and self.version is None:
-            self._wandb_init["id"] = self._id = earlier[-1].name.rsplit("-", 1)[1]
+            lightning_adapter.set_wandb_run_id(self, earlier[-1].name.rsplit("-", 1)[1])
 
     @property
     @rank_zero_experiment
     def experiment(self):
-        # A spawned DDP worker's logger holds the _attach_id of the run its parent started: Lightning re-attaches it.
-        if self._experiment is None and getattr(self, "_attach_id", None) is None:
-            self._experiment = start_run(self._wandb_init, self._mode, self._init_timeout)
+        # A spawned DDP worker's logger names the run its parent started: Lightning re-attaches it.
+        if lightning_adapter.wandb_run(self) is None and not lightning_adapter.reattaches_wandb_run(self):
+            run = start_run(lightning_adapter.wandb_init_args(self), self._mode, self._init_timeout)
+            lightning_adapter.set_wandb_run(self, run)
             # as Lightning does: plot every metric against the training step
-            self._experiment.define_metric("trainer/global_step")
-            self._experiment.define_metric("*", step_metric="trainer/global_step", step_sync=True)
+            run.define_metric("trainer/global_step")
+            run.define_metric("*", step_metric="trainer/global_step", step_sync=True)
         return super().experiment
 
 

@@ -18,6 +18,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from lightning.pytorch.utilities.model_summary import get_human_readable_count
 
 from seqbench.common.io import atomic_torch_save
+from seqbench.common.lightning_adapter import drop_built_train_loader
 from seqbench.common.tokens import PAD_ID
 from seqbench.measure.speed import clock
 from seqbench.training.status import Diverged
@@ -174,15 +175,15 @@ class ModelSummary(RichModelSummary):
     def __init__(self, max_depth: int = 1, example_tokens: int = 20, **summarize_kwargs):
         super().__init__(max_depth, **summarize_kwargs)
         self.example_tokens = example_tokens
+        self.forward_flops: tuple[int, float] | None = None
 
     def on_fit_start(self, trainer, pl_module):
         n = self.example_tokens
-        self._summarize_kwargs["forward_flops"] = (n, pl_module.model.flops_per_token(n, n))
-        super().on_fit_start(trainer, pl_module)
+        self.forward_flops = (n, pl_module.model.flops_per_token(n, n))
+        super().on_fit_start(trainer, pl_module)  # calls self.summarize
 
-    @staticmethod
-    def summarize(summary_data, total_parameters, trainable_parameters, model_size, total_training_modes,
-                  total_flops, forward_flops=None, **summarize_kwargs):
+    def summarize(self, summary_data, total_parameters, trainable_parameters, model_size, total_training_modes,
+                  total_flops, **summarize_kwargs):
         from rich import get_console
         from rich.table import Table
 
@@ -197,8 +198,8 @@ class ModelSummary(RichModelSummary):
         lines = [f"Trainable params: {get_human_readable_count(int(trainable_parameters))}",
                  f"Total params: {get_human_readable_count(int(total_parameters))}",
                  f"Total estimated model params size (MB): {model_size:,.3f}"]
-        if forward_flops is not None:
-            n, per_token = forward_flops
+        if self.forward_flops is not None:
+            n, per_token = self.forward_flops
             lines.append(f"Forward FLOPs per target token (analytic, {n} source and {n} target tokens; training "
                          f"counts 3x): {get_human_readable_count(int(per_token))}")
         console.print("\n".join(lines), soft_wrap=True)
@@ -296,8 +297,7 @@ class ResumeState(L.Callback):
             resume(self.epoch, self.batches_done)
             # A train loader Lightning built already (trainer.estimated_stepping_batches builds it and its iterator)
             # holds the epoch's start: drop it, so the fit loop builds the resumed one.
-            if getattr(trainer.fit_loop, "_combined_loader", None) is not None:
-                trainer.fit_loop._combined_loader = None
+            drop_built_train_loader(trainer)
         if self.epoch_finished:
             # The next epoch's DataLoader iterator, created after this hook, draws its seed from the torch generator,
             # as the uninterrupted run's did after the checkpoint.
