@@ -179,6 +179,17 @@ def test_a_directory_of_another_search_is_refused(tmp_path):
         halving.recorded(tmp_path, TINY_SEARCH, 0)
 
 
+def test_a_search_without_a_confirmation_chooses_its_last_rungs_best_and_summarises_it(tmp_path):
+    config = {key: value for key, value in TINY_SEARCH.items() if key != "confirm"} | {"rungs": [10]}
+    records = _records(config, "a", {(i, 10): float(i) for i in range(8)})
+    records |= _records(config, "b", {(i, 10): float(8 - i) for i in range(8)})
+    assert halving.progress(config, "a", records)["chosen"]["index"] == 7
+    configurations = halving.family_configurations(config, 0)
+    halving.write_summary(tmp_path, config, 0, configurations, records, 1.0, {"parallel": 1, "threads_per_trial": None})
+    assert "| 7 **chosen** | 7.00 |" in (tmp_path / "summary.md").read_text()
+    assert (tmp_path / "recipes" / "b.yaml").is_file()
+
+
 def test_the_chosen_configuration_is_written_as_a_recipe_file():
     text = halving.recipe_yaml({"optimizer.lr": 0.00257, "scheduler.kind": "cosine", "model.norm_first": True})
     assert text.startswith("# @package _global_\n")

@@ -115,3 +115,12 @@ def test_a_search_without_a_chosen_recipe_has_nothing_to_show(tmp_path):
     make_search(tmp_path / "t", {"att": None, "enc": None})
     with pytest.raises(InputError, match="no family's search has chosen its recipe yet"):
         search_groups(tmp_path / "t")
+
+
+def test_seqbench_report_on_a_search_reports_its_chosen_recipes(tmp_path):
+    from seqbench.commands.report import main
+
+    make_search(tmp_path / "s", {"att": 1, "enc": 0})
+    assert main([str(tmp_path / "s"), "--out", str(tmp_path / "r"), "--bootstrap", "10"]) == 0
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "| att |" in report and "| enc |" in report and "rnnsearch" not in report.split("##")[1]

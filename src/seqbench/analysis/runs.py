@@ -41,8 +41,8 @@ def search_groups(search_dir: str | Path) -> dict[str, list[Run]]:
     search_dir = Path(search_dir)
     summary = json.loads((search_dir / "summary.json").read_text(encoding="utf-8"))
     jobs = {job["key"]: job for job in summary["jobs"]}
-    last, seeds = summary["search"]["rungs"][-1], summary["search"]["confirm"]["seeds"]
-    own = summary["search"]["constants"]["seed"]
+    own, last = summary["search"]["constants"]["seed"], summary["search"]["rungs"][-1]
+    seeds = (summary["search"].get("confirm") or {"seeds": [own]})["seeds"]  # no confirmation: the search's run
     runs = []
     for family, state in summary["families"].items():
         if state["chosen"] is None:

@@ -24,7 +24,14 @@ from seqbench.analysis.plots import (
     plot_length_distance,
     plot_throughput,
 )
-from seqbench.analysis.runs import check_one_budget_per_model, external_run, group_by_label, timed_while_shared
+from seqbench.analysis.runs import (
+    check_one_budget_per_model,
+    external_run,
+    group_by_label,
+    is_search_dir,
+    search_groups,
+    timed_while_shared,
+)
 from seqbench.analysis.summary import (
     bucket_significance,
     length_distance_cells,
@@ -89,8 +96,10 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
                  external: dict[str, str | Path] | None = None, targets=DEFAULT_TARGETS) -> Path:
     """Writes report.md and the PNGs into `out`; returns the path of report.md. `external`: {name: hypothesis file}
     of other systems, scored against the first run's references and sources of `split`. `targets`: the validation
-    BLEUs of the compute-to-target table (runs that recorded training FLOPs only)."""
-    runs = load_runs(paths)
+    BLEUs of the compute-to-target table (runs that recorded training FLOPs only). A successive-halving search's
+    directory (alone) is reported as its families' chosen recipes over their confirmation seeds."""
+    search = len(paths) == 1 and is_search_dir(paths[0])
+    runs = [run for members in search_groups(paths[0]).values() for run in members] if search else load_runs(paths)
     for name, hypotheses in (external or {}).items():
         if name in {r.label for r in runs}:
             raise InputError(f"--external {name}: a run already has that label; choose another name")
@@ -110,7 +119,7 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
             advance(1)
     lines = [*_overview(runs, groups, split, tests, n_samples, out), *_breakdown_sections(groups, split, breakdowns),
              *_length_distance_sections(groups, split, out), *_training_sections(groups, targets, figures),
-             *_run_tables(groups, load_runs(paths, completed=False), split, out)]
+             *_run_tables(groups, runs if search else load_runs(paths, completed=False), split, out)]
     path = out / "report.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

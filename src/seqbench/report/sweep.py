@@ -14,6 +14,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from seqbench.analysis.plots import MARKERS, label_colours
+from seqbench.analysis.runs import is_search_dir
 from seqbench.analysis.summary import spread
 from seqbench.common.errors import InputError
 from seqbench.report.markdown import cell, markdown_rows
@@ -26,7 +27,9 @@ METRICS = {"bleu": "validation BLEU", "tokens_per_s": "training target tokens/s"
 
 
 def is_sweep_dir(path: str | Path) -> bool:
-    return (Path(path) / "summary.json").is_file()
+    """A W&B-style sweep's directory (`seqbench sweep SWEEP.yaml`); a successive-halving search's is reported as its
+    chosen recipes (seqbench.report.write_report)."""
+    return (Path(path) / "summary.json").is_file() and not is_search_dir(path)
 
 
 def load_sweep(sweep_dir: str | Path) -> tuple[dict, list[dict]]:

@@ -396,8 +396,9 @@ def summary_markdown(summary: dict) -> str:
             lines.append(f"| {rung['steps']:,} | {len(rung['configurations'])} | {done} | {best} |")
         lines += _levelling_table(state.get("levelling", []))
         if state["chosen"]:
-            lines += ["", "| finalist | " + " | ".join(f"seed {s}" for s in config["confirm"]["seeds"])
-                      + " | mean ± 95% CI | recipe |", "|---|" + "---|" * (len(config["confirm"]["seeds"]) + 2)]
+            seeds = (config.get("confirm") or {"seeds": [config["constants"]["seed"]]})["seeds"]  # optional
+            lines += ["", "| finalist | " + " | ".join(f"seed {s}" for s in seeds)
+                      + " | mean ± 95% CI | recipe |", "|---|" + "---|" * (len(seeds) + 2)]
             for index, scores in state["chosen"]["finalists"].items():
                 s = spread(scores)
                 params = state["configurations"][int(index)]["params"]
