@@ -1,5 +1,5 @@
 """`seqbench data describe`: composes the configs with overrides and reports sizes, length buckets, vocabularies
-(computed by seqbench.data.describe, printed by seqbench.commands.data)."""
+(computed by seqbench.data.describe, rendered by seqbench.report.corpus, printed by seqbench.commands.data)."""
 from __future__ import annotations
 
 import json

@@ -4,6 +4,8 @@ and the vocabularies. A plain dict, so the command prints it as tables or as JSO
 """
 from __future__ import annotations
 
+import time
+
 from seqbench.common.text import word_count
 from seqbench.data.corpus import SPLITS
 from seqbench.data.datamodule import Seq2SeqDataModule
@@ -20,10 +22,12 @@ def describe(datamodule: Seq2SeqDataModule) -> dict:
 
 def prepare(datamodule: Seq2SeqDataModule) -> dict:
     """Builds (or finds) the data module's cached corpus, tokenizers, prepared store and training batch plan (for its
-    seed and token budget); the store's summary."""
+    seed and token budget); the store's summary, with the seconds that took."""
+    start = time.perf_counter()
     datamodule.prepare_data()
     plan = datamodule.training_plan()
-    return {"corpus": datamodule.corpus.name, **datamodule.store.summary(), "training_batches": len(plan)}
+    return {"corpus": datamodule.corpus.name, **datamodule.store.summary(), "training_batches": len(plan),
+            "seconds": time.perf_counter() - start}
 
 
 def _split(datamodule: Seq2SeqDataModule, split: str) -> dict:

@@ -235,10 +235,14 @@ def run_bench(setting: Setting, families: list[str], presets: dict[str, dict], w
               device: torch.device, cache_dir: str | None, log=print, fairseq: str | None = None,
               rounds: int = ROUNDS, bf16: bool = False, max_rounds: int = MAX_ROUNDS) -> dict:
     """The training and decoding rows of the reference `families` and the `presets` ({name: model config});
-    `fairseq`: a virtual environment with fairseq, whose rows train the same families on the same sentences;
-    `bf16`: every seqbench model also trains and decodes with bf16 autocast, as a row of its own ("<name> bf16").
-    Training is timed in rounds: each round times one window of every row in turn, `rounds` of them and more, up to
-    `max_rounds`, until every same-shape ratio is steady."""
+    `fairseq`: a virtual environment with fairseq, whose rows train the same families on the same sentences (its
+    tools are checked before anything is measured); `bf16`: every seqbench model also trains and decodes with bf16
+    autocast, as a row of its own ("<name> bf16"). Training is timed in rounds: each round times one window of every
+    row in turn, `rounds` of them and more, up to `max_rounds`, until every same-shape ratio is steady."""
+    if fairseq is not None:
+        from seqbench.measure.fairseq import check_installed
+
+        check_installed(fairseq)
     cached = peaks.cached_peaks(device, cache_dir, setting.peak_seconds)
     pairs = generated_pairs(setting)
     batches = [{k: v.to(device) for k, v in b.items()} for b in make_batches(pairs, setting.max_tokens, setting.seed)]
