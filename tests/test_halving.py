@@ -18,6 +18,8 @@ from seqbench.sweep.spec import SweepError
 from conftest import ROOT, TINY, TINY_MODELS, compose_train, seqbench_cli, train_in_process
 
 SEARCH = ROOT / "searches" / "recipe_halving.yaml"
+SETTLED = ROOT / "searches" / "recipe_halving_settled.yaml"  # the second search: family factors settled by the first
+CONTROLLED = ROOT / "searches" / "rnn_vs_attention_controlled.yaml"
 
 
 def test_the_recipe_search_gives_every_family_the_same_budget_draws_and_rungs():
@@ -35,10 +37,33 @@ def test_the_recipe_search_gives_every_family_the_same_budget_draws_and_rungs():
     assert sum(2e-3 <= lr <= 5e-3 for lr in lrs) >= 14  # the region the hand-found recipe lies in: 64 * 0.23 = 15
 
 
-def test_every_configuration_of_the_recipe_search_composes_into_a_valid_config():
+def test_the_settled_search_gives_every_family_the_same_live_draws_settled_by_the_first_searchs_record():
+    """No family has a factor of its own, so the k-th draw is the same for all; each value a family's overrides settle
+    is the one every configuration at the first search's last rung had; the first rung is where the first search's
+    promoted draws all scored above 10 BLEU; the budget stays that of the first search (within 5%)."""
+    settled, first = halving.load(SETTLED), halving.load(SEARCH)
+    record = json.loads((ROOT / "docs" / "results" / "recipe_halving" / "summary.json").read_text())
+    assert record["search"] == first
+    assert not any((body or {}).get("factors") for body in settled["families"].values())
+    draws = halving.family_configurations(settled, 0)
+    assert draws["transformer"] == draws["rnnsearch_small"] == draws["cnn"]
+    for family, body in settled["families"].items():
+        state = record["families"][family]
+        for name, value in body["overrides"].items():
+            if name in (first["families"][family].get("factors") or {}):
+                last = state["rungs"][-1]["configurations"]
+                assert {state["configurations"][i]["params"][name] for i in last} == {value}, (family, name)
+        promoted = {job["key"]: job["metric"] for job in state["jobs"] if job["key"].endswith("/900/1")}
+        assert promoted and min(promoted.values()) > 10
+    assert settled["rungs"][0] == 900 and settled["rungs"][-1] == first["rungs"][-1]
+    assert halving.budget(settled)["search"] <= 1.05 * halving.budget(first)["search"]
+
+
+@pytest.mark.parametrize("path", [SEARCH, SETTLED, CONTROLLED], ids=lambda p: p.stem)
+def test_every_configuration_of_the_recipe_search_composes_into_a_valid_config(path):
     """The first configurations and the corners of the space (every dimension at its low, then its high end), for
     every family, compose, pass the config checks and reach the keys they name."""
-    config = halving.load(SEARCH)
+    config = halving.load(path)
     draws = halving.family_configurations(config, 0)
     for family, body in config["families"].items():
         dimensions = {**config["shared"], **(body.get("factors") or {})}
@@ -47,7 +72,8 @@ def test_every_configuration_of_the_recipe_search_composes_into_a_valid_config()
             job = halving.Job(family, "search", 0, config["rungs"][0], 1)
             cfg = compose_train(halving.job_overrides(config, params, job))
             validate(cfg)
-            assert cfg.trainer.max_steps == 300 and cfg.scheduler.total_steps == 2400
+            assert cfg.trainer.max_steps == config["rungs"][0]
+            assert cfg.scheduler.total_steps == config["rungs"][-1]
             for name, value in params.items():
                 node = cfg
                 for part in name.split("."):
