@@ -357,8 +357,9 @@ def test_a_bench_headline_gives_each_records_ratios_with_their_intervals(tmp_pat
     assert row.split(" | ")[1].startswith(f"**{fairseq['ratio']:.2f}x** [{fairseq['interval'][0]:.2f}, "
                                           f"{fairseq['interval'][1]:.2f}]")
     assert "| rnn training / fairseq | **1.14x** [1.12, 1.16] (2,995 vs 2,635 target tokens/s) | - |" in table
-    assert "| transformer beam 5 / CTranslate2 float32 | **0.89x** [0.82, 0.96]" in table  # the 1,000-word run:
-    assert "| cnn greedy: cache speed-up | **4.14x** [4.11, 4.27] | - |" in table  # transformer only
+    assert "CTranslate2" not in table.split("\n\n")[0]  # timed inside seqbench's process: left out, and said so
+    assert "CTranslate2 rows are left out of `2026-12-05_interval_vocab8000`, `2026-12-05_interval_vocab1000`" in table
+    assert "| cnn greedy: cache speed-up | **4.14x** [4.11, 4.27] | - |" in table  # the 1,000-word run: transformer
     # a ratio whose interval is too wide is not printed as a ratio
     (tmp_path / "wide").mkdir()
     large["training"][0]["vs_fairseq"]["ratio"] = None
@@ -371,6 +372,22 @@ def test_a_bench_headline_gives_each_records_ratios_with_their_intervals(tmp_pat
     assert render(block + "typed\n<!-- /headline -->", ROOT) == block + table + "<!-- /headline -->"
     with pytest.raises(InputError, match="predates ratios with intervals"):
         speed_headline([ROOT / "docs/results/bench/2026-12-03_bf16"], ["old"])
+
+
+def test_a_bench_headline_gives_the_engines_rows_of_a_record_made_in_its_own_process():
+    from seqbench.report.bench import in_process_engine, speed_headline
+
+    from conftest import ROOT
+
+    name = "docs/results/bench/2026-12-06_own_process_vocab8000"
+    result = json.loads((ROOT / name / "bench.json").read_text())
+    assert not in_process_engine(result)
+    engine = result["decoding"][0]["ctranslate2"]["float32"]
+    share = engine["seqbench_share"]["greedy"]
+    table = speed_headline([ROOT / name], [name])
+    row = next(line for line in table.splitlines() if line.startswith("| transformer greedy / CTranslate2 float32 |"))
+    assert row.split(" | ")[1].startswith(f"**{share['ratio']:.2f}x**" if share["ratio"] else "unsteady")
+    assert "left out" not in table
 
 
 def test_a_record_with_the_engine_in_seqbench_process_says_so():
