@@ -1,5 +1,10 @@
-"""CTranslate2 greedy decoding speed by what the process loaded first: `python order.py DIR ct2_first|torch_first[_threads|_matmul]|ct2_only`."""
-import json, statistics, sys, time
+"""CTranslate2 greedy decoding speed by what the process loaded first:
+`python order.py DIR ct2_first|torch_first[_threads|_matmul]|ct2_only`."""
+import json
+import statistics
+import sys
+import time
+
 out, order = sys.argv[1], sys.argv[2]
 if order.startswith("torch_first"):
     import torch  # noqa: F401
@@ -7,7 +12,8 @@ if order.startswith("torch_first"):
         torch.set_num_threads(2)
     if order == "torch_first_matmul":  # torch's OpenMP team created by a parallel op
         (torch.randn(512, 512) @ torch.randn(512, 512)).sum()
-import ctranslate2
+import ctranslate2  # noqa: E402 - after torch or not, as the condition says
+
 info = json.load(open(f"{out}/sources.json"))
 tr = ctranslate2.Translator(f"{out}/model", intra_threads=2, inter_threads=1)
 n = info["decode_tokens"]

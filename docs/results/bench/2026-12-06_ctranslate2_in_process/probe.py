@@ -9,12 +9,19 @@ Conditions (CTranslate2 always warmed up by one untimed pass first):
     after_torch_sleep  the same with 0.5 s between the two
     torch_only       seqbench's passes alone, CTranslate2 never imported
 Environment: OMP_WAIT_POLICY, LD_PRELOAD as run.sh sets them."""
-import json, os, sys, time, statistics
+import json
+import os
+import statistics
+import sys
+import time
+
 
 def prepare(vocab, out):
     import torch
-    from seqbench.measure.workload import setting as mk, generated_pairs, decode_batches, build
+
     from seqbench.decoding.ctranslate2 import convert, numbered_vocabulary
+    from seqbench.measure.workload import build, decode_batches, generated_pairs
+    from seqbench.measure.workload import setting as mk
     torch.set_num_threads(2)
     s = mk(vocab_size=vocab)
     model = build(s.models["transformer"], s.vocab_size, s.seed).eval()
@@ -23,7 +30,8 @@ def prepare(vocab, out):
     tokens = numbered_vocabulary(s.vocab_size)
     convert(model, tokens, tokens, f"{out}/model")
     torch.save(model.state_dict(), f"{out}/weights.pt")
-    src = [[[tokens[i] for i in row[:int(m.sum())].tolist()] for row, m in zip(b["src"], b["src_mask"])] for b in batches]
+    src = [[[tokens[i] for i in row[:int(m.sum())].tolist()] for row, m in zip(b["src"], b["src_mask"])]
+           for b in batches]
     json.dump({"vocab": vocab, "batches": src, "decode_tokens": s.decode_tokens}, open(f"{out}/sources.json", "w"))
 
 def run(out, condition, passes=7):
@@ -32,8 +40,9 @@ def run(out, condition, passes=7):
     if want_torch:
         import torch
         torch.set_num_threads(2)
-        from seqbench.measure.workload import setting as mk, build, generated_pairs, decode_batches
         from seqbench.decoding.search import DecodingConfig, generate
+        from seqbench.measure.workload import build, decode_batches, generated_pairs
+        from seqbench.measure.workload import setting as mk
         s = mk(vocab_size=info["vocab"])
         model = build(s.models["transformer"], s.vocab_size, s.seed).eval()
         model.load_state_dict(torch.load(f"{out}/weights.pt"))
@@ -71,7 +80,8 @@ def run(out, condition, passes=7):
                 time.sleep(0.5)
         ct2.append(ct2_pass())
     sent = sum(len(b) for b in info["batches"])
-    print(json.dumps({"condition": condition, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "preload": bool(os.environ.get("LD_PRELOAD")),
+    print(json.dumps({"condition": condition, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+                      "preload": bool(os.environ.get("LD_PRELOAD")),
                       "ct2_sent_s": sent / statistics.median(ct2),
                       "seqbench_sent_s": sent / statistics.median(ours) if ours else None}))
 

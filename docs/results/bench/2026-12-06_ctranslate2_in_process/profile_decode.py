@@ -1,10 +1,16 @@
 """Per-op profile of seqbench's greedy and beam-5 decoding of the bench's reference Transformer (forced 23 tokens)."""
-import sys, time, torch
-from torch.profiler import profile, ProfilerActivity
-from seqbench.measure.workload import setting as mk, build, generated_pairs, decode_batches
+import sys
+import time
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
 from seqbench.decoding.search import DecodingConfig, generate
+from seqbench.measure.workload import build, decode_batches, generated_pairs
+from seqbench.measure.workload import setting as mk
+
 torch.set_num_threads(2)
-vocab = int(sys.argv[1]); beam = int(sys.argv[2])
+vocab, beam = int(sys.argv[1]), int(sys.argv[2])
 s = mk(vocab_size=vocab)
 model = build(s.models["transformer"], s.vocab_size, s.seed).eval()
 tb = decode_batches(generated_pairs(s), s)
@@ -15,7 +21,9 @@ def one():
         for b in tb:
             generate(model, b["src"], b["src_mask"], cfg)
 one()
-t = time.perf_counter(); one(); wall = time.perf_counter() - t
+t = time.perf_counter()
+one()
+wall = time.perf_counter() - t
 with profile(activities=[ProfilerActivity.CPU]) as prof:
     one()
 print(f"vocab {vocab} beam {beam}: wall {wall:.3f} s, {200/wall:.1f} sent/s, batches {len(tb)}")

@@ -1,12 +1,19 @@
 #!/usr/bin/env python
 """Interleaved A/B for issue 52's refactor: 68d3496 (before) vs HEAD (after), quickstart training 300 updates then the
 test pass; training and decoding speed side by side, and whether the outputs are identical."""
-import hashlib, json, os, subprocess, sys, time, statistics
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
 from pathlib import Path
+
 # BEFORE and AFTER: checkouts of 68d3496 and of the commit measured (git worktree add); WORK: a scratch folder
 versions = {"before": os.environ["BEFORE"], "after": os.environ["AFTER"]}
 work = Path(os.environ.get("WORK", "ab-work")).resolve()
-out = Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
+out = Path(sys.argv[1])
+out.mkdir(parents=True, exist_ok=True)
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 args = ["trainer.max_steps=300", "threads=2"]
 def run(version, name):
@@ -32,8 +39,10 @@ for i in range(rounds):
         rows.append(run(version, f"{version}-{i}"))
         print(rows[-1], flush=True)
 def ratio(key):
-    a = [r[key] for r in rows if r["version"] == "after"]; b = [r[key] for r in rows if r["version"] == "before"]
-    return {"ratio_of_medians": statistics.median(a) / statistics.median(b), "round_ratios": [x / y for x, y in zip(a, b)]}
+    a = [r[key] for r in rows if r["version"] == "after"]
+    b = [r[key] for r in rows if r["version"] == "before"]
+    return {"ratio_of_medians": statistics.median(a) / statistics.median(b),
+            "round_ratios": [x / y for x, y in zip(a, b)]}
 summary = {"what": "issue 52's refactor: HEAD / 68d3496, interleaved, each from its own checkout and cache",
            "command": "python train.py " + " ".join(args), "rounds": rows,
            "training": ratio("target_tokens_per_s"), "greedy": ratio("greedy_sent_s"), "beam": ratio("beam_sent_s"),
