@@ -1,6 +1,8 @@
 #!/usr/bin/env python
 """Interleaved A/B for issue 52's refactor: 68d3496 (before) vs HEAD (after), quickstart training 300 updates then the
-test pass; training and decoding speed side by side, and whether the outputs are identical."""
+test pass; training and decoding speed side by side, and whether the outputs are identical.
+    BEFORE=... AFTER=... python ab52.py OUT 3        (ab52-3-rounds.json)
+    BEFORE=... AFTER=... python ab52.py OUT 3 3      (3 more rounds after those: ab52-6-rounds.json)"""
 import hashlib
 import json
 import os
@@ -31,10 +33,13 @@ def run(version, name):
             "load_average_max": r["throughput"]["load_average_max"],
             "valid_bleu": r["valid"]["bleu"], "test_bleu": r["test"]["bleu"],
             "hypotheses_sha256": hashlib.sha256(hyps).hexdigest()}
-for version in versions:
-    run(version, f"warmup-{version}")  # builds each version's cache
-rows = []
-for i in range(rounds):
+first = int(sys.argv[3]) if len(sys.argv) > 3 else 0  # a continuation: rounds first.., the caches already built
+previous = json.loads((out / "ab52.json").read_text())["rounds"] if first else []
+if not first:
+    for version in versions:
+        run(version, f"warmup-{version}")  # builds each version's cache
+rows = list(previous)
+for i in range(first, first + rounds):
     for version in (("before", "after") if i % 2 == 0 else ("after", "before")):
         rows.append(run(version, f"{version}-{i}"))
         print(rows[-1], flush=True)
@@ -47,5 +52,6 @@ summary = {"what": "issue 52's refactor: HEAD / 68d3496, interleaved, each from 
            "command": "python train.py " + " ".join(args), "rounds": rows,
            "training": ratio("target_tokens_per_s"), "greedy": ratio("greedy_sent_s"), "beam": ratio("beam_sent_s"),
            "identical_outputs": len({(r["valid_bleu"], r["test_bleu"], r["hypotheses_sha256"]) for r in rows}) == 1}
+summary["continued_at_round"] = first or None
 (out / "ab52.json").write_text(json.dumps(summary, indent=1) + "\n")
 print(json.dumps({k: v for k, v in summary.items() if k != "rounds"}, indent=1))
