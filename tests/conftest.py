@@ -228,3 +228,18 @@ def trained_run(tmp_path_factory) -> Path:
         if not (run_dir / "results.json").is_file():
             train_in_process(run_dir, TRAINED_RUN, cache_dir=run_dir.parent / "cache")
     return run_dir
+
+
+@pytest.fixture
+def wandb_env(tmp_path, monkeypatch):
+    """A machine without W&B credentials or settings, and W&B's settings re-read after each change
+    (the W&B logger's tests and the W&B adapter's)."""
+    import wandb
+
+    for key in [k for k in os.environ if k.startswith("WANDB_")] + ["NETRC"]:
+        monkeypatch.delenv(key, raising=False)
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    wandb.teardown()  # W&B reads its environment once per process, at setup
+    yield monkeypatch
+    wandb.teardown()

@@ -3,7 +3,6 @@ removes or changes one fails with a message naming the module to adapt, instead 
 from __future__ import annotations
 
 import contextlib
-import os
 import pickle
 from pathlib import Path
 
@@ -102,19 +101,14 @@ def test_lightnings_fit_loop_builds_again_the_train_loader_common_lightning_adap
 
 
 @pytest.fixture
-def offline_wandb(tmp_path, monkeypatch):
+def offline_wandb(wandb_env, tmp_path):
     """W&B offline, on a machine without its credentials or settings (an empty home), writing under tmp_path."""
     import wandb
 
-    for key in [k for k in os.environ if k.startswith("WANDB_")] + ["NETRC"]:
-        monkeypatch.delenv(key, raising=False)
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    monkeypatch.chdir(tmp_path)
-    wandb.teardown()  # W&B reads its environment once per process, at setup
-    yield monkeypatch
-    wandb.teardown()
+    wandb_env.setenv("WANDB_MODE", "offline")
+    wandb_env.chdir(tmp_path)
+    wandb.teardown()  # re-read with the mode set
+    yield wandb_env
 
 
 def test_wandbs_netrc_lookup_is_what_loggers_wandb_logger_reads(offline_wandb, tmp_path):

@@ -130,20 +130,6 @@ def test_a_failed_job_finishes_its_run_as_failed(tmp_path):
     assert read_run(offline)["exit_code"] == 1
 
 
-@pytest.fixture
-def wandb_env(tmp_path, monkeypatch):
-    """A machine without W&B credentials or settings, and W&B's settings re-read after each change."""
-    import wandb
-
-    for key in [k for k in os.environ if k.startswith("WANDB_")] + ["NETRC"]:
-        monkeypatch.delenv(key, raising=False)
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    wandb.teardown()  # W&B reads its environment once per process, at setup
-    yield monkeypatch
-    wandb.teardown()
-
-
 def _mode(config_mode=None) -> str:
     import wandb
 
