@@ -55,6 +55,14 @@ def search_groups(search_dir: str | Path) -> dict[str, list[Run]]:
     return group_by_label(runs)
 
 
+def runs_of(paths: list[str | Path]) -> list[Run]:
+    """The completed runs a report or headline compares: those under `paths`, or, for a successive-halving search's
+    directory alone, its families' chosen recipes over their seeds (`search_groups`), labelled by family."""
+    if len(paths) == 1 and is_search_dir(paths[0]):
+        return [run for members in search_groups(paths[0]).values() for run in members]
+    return load_runs(paths)
+
+
 def check_one_budget_per_model(groups: dict[str, list[Run]]) -> None:
     """Runs of one label are seeds of one model only if they trained for the same budget (trainer.max_steps): a
     budget sweep's runs beside another preset's would otherwise pass for extra seeds."""

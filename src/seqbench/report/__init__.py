@@ -29,7 +29,7 @@ from seqbench.analysis.runs import (
     external_run,
     group_by_label,
     is_search_dir,
-    search_groups,
+    runs_of,
     timed_while_shared,
 )
 from seqbench.analysis.summary import (
@@ -99,7 +99,7 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     BLEUs of the compute-to-target table (runs that recorded training FLOPs only). A successive-halving search's
     directory (alone) is reported as its families' chosen recipes over their confirmation seeds."""
     search = len(paths) == 1 and is_search_dir(paths[0])
-    runs = [run for members in search_groups(paths[0]).values() for run in members] if search else load_runs(paths)
+    runs = runs_of(paths)
     for name, hypotheses in (external or {}).items():
         if name in {r.label for r in runs}:
             raise InputError(f"--external {name}: a run already has that label; choose another name")

@@ -31,7 +31,7 @@ from seqbench.analysis.runs import (
     check_one_budget_per_model,
     group_by_label,
     is_search_dir,
-    search_groups,
+    runs_of,
     timed_while_shared,
 )
 from seqbench.analysis.seeds import spread
@@ -78,12 +78,8 @@ def headline(directories: str | Path | list[str | Path], target: float = 80.0, s
     pair (Holm across the pair's buckets) and the test of the slope of BLEU over length. A successive-halving search's
     directory (alone) shows each family's chosen recipe with its confirmation seeds."""
     directories = [directories] if isinstance(directories, (str, Path)) else list(directories)
-    if len(directories) == 1 and is_search_dir(directories[0]):
-        groups = search_groups(directories[0])
-        runs = [run for members in groups.values() for run in members]
-    else:
-        runs = load_runs(directories)
-        groups = group_by_label(runs, "test")
+    runs = runs_of(directories)
+    groups = group_by_label(runs, "test")
     check_one_budget_per_model(groups)
     rows = summary_rows(groups, "test")
     tests = seed_significance(groups, "test")
