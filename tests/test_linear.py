@@ -76,3 +76,27 @@ def test_a_runs_key_reaches_its_layers_and_its_results_json(tmp_path, monkeypatc
     train_in_process(tmp_path / "run", [*TINY, *TINY_MODELS["transformer"], "onednn_linear=false"])
     assert switch and not any(switch), "every Linear the run called saw the switch its config set"
     assert read_results(tmp_path / "run")["config"]["onednn_linear"] is False
+
+
+@needs_onednn
+def test_the_packed_weight_is_made_once_and_remade_when_the_weight_changes():
+    import copy
+
+    layer = Linear(256, 64)
+    x = torch.randn(600, 256)
+    with torch.no_grad():
+        first = linear_module.packed(layer.weight)
+        assert linear_module.packed(layer.weight) is first  # kept: made once per weight, not per call
+        torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+        layer.weight.mul_(2.0)  # an optimizer step, a loaded checkpoint: in place
+        assert linear_module.packed(layer.weight) is not first
+        torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+        layer.weight.data = torch.randn(64, 256) * 0.05  # re-pointed
+        torch.testing.assert_close(layer(x), F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+    twin = copy.deepcopy(layer)  # the layout lives outside the module: copies and state dicts never hold it
+    assert set(twin.state_dict()) == {"weight", "bias"}
+    with torch.inference_mode():
+        torch.testing.assert_close(twin(x), layer(x))
+    held = len(linear_module._PACKED)
+    del layer, twin
+    assert len(linear_module._PACKED) < held  # dropped with its weight

@@ -11,10 +11,16 @@ The library that wins depends on the CPU, so the path can be turned off (for com
 slower): by a run's config key `onednn_linear`, recorded in results.json and applied by `use_onednn` before the model
 is built. Its default, and the switch of a process that reads no config (translate, bench), is the environment:
 SEQBENCH_ONEDNN_LINEAR=0 turns it off.
+
+oneDNN reads the weight in its own blocked layout: given a plain matrix, it reorders the weight on every call. The
+layout is therefore made once per weight (`packed`) and kept beside it, outside the module (so it never reaches a
+state dict, a copy or a device move), until the weight changes (an optimizer step, a loaded checkpoint): the same
+products, bit for bit, 5-35% faster on the decode step's shapes (docs/speed.md, "Measured 2026-12-06 (afternoon)").
 """
 from __future__ import annotations
 
 import os
+import weakref
 
 import torch
 import torch.nn.functional as F
@@ -46,12 +52,31 @@ def uses_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
             and x.numel() * weight.size(0) >= MIN_MULTIPLY_ADDS)
 
 
+_PACKED: dict[int, tuple] = {}  # id(weight) -> ((its version, its storage), layout); dropped with the weight
+
+
+def packed(weight: torch.Tensor) -> torch.Tensor:
+    """The weight [out, in] in oneDNN's layout, made once and remade when the weight has changed since: in place (its
+    version counter moved) or re-pointed (`.data =`, a device move). An inference tensor has no version counter to
+    tell: it is passed as it is (oneDNN then reorders it per call)."""
+    if weight.is_inference():
+        return weight
+    key = (weight._version, weight.data_ptr())
+    held = _PACKED.get(id(weight))
+    if held is None or held[0] != key:
+        if held is None:
+            weakref.finalize(weight, _PACKED.pop, id(weight), None)
+        held = _PACKED[id(weight)] = (key, torch.ops.mkldnn._reorder_linear_weight(weight.detach(), None))
+    return held[1]
+
+
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """F.linear (x [..., in], weight [out, in] -> [..., out]), through oneDNN where `uses_onednn` says so."""
     if not uses_onednn(x, weight):
         return F.linear(x, weight, bias)
     rows = x.reshape(-1, x.size(-1))  # oneDNN's linear takes a matrix
-    return torch.ops.mkldnn._linear_pointwise(rows, weight, bias, "none", [], "").view(*x.shape[:-1], weight.size(0))
+    return torch.ops.mkldnn._linear_pointwise(rows, packed(weight), bias, "none", [], "").view(
+        *x.shape[:-1], weight.size(0))
 
 
 class Linear(nn.Linear):
