@@ -20,6 +20,7 @@ from conftest import ROOT, TINY, TINY_MODELS, compose_train, seqbench_cli, train
 SEARCH = ROOT / "searches" / "recipe_halving.yaml"
 SETTLED = ROOT / "searches" / "recipe_halving_settled.yaml"  # the second search: family factors settled by the first
 CONTROLLED = ROOT / "searches" / "rnn_vs_attention_controlled.yaml"
+FAITHFUL = ROOT / "searches" / "rnn_vs_attention_faithful.yaml"  # the reproduction's pair, each with its own recipe
 
 
 def test_the_recipe_search_gives_every_family_the_same_budget_draws_and_rungs():
@@ -59,7 +60,28 @@ def test_the_settled_search_gives_every_family_the_same_live_draws_settled_by_th
     assert halving.budget(settled)["search"] <= 1.05 * halving.budget(first)["search"]
 
 
-@pytest.mark.parametrize("path", [SEARCH, SETTLED, CONTROLLED], ids=lambda p: p.stem)
+def test_the_faithful_pair_is_the_reproductions_models_each_searched_by_the_same_rule():
+    """RNNenc unidirectional and RNNsearch at experiment=rnn_vs_attention's width, the same draws for both, BLEU at
+    every validation (the budget curve), and the budget the comment states."""
+    config = halving.load(FAITHFUL)
+    draws = halving.family_configurations(config, 0)
+    assert draws["rnnenc"] == draws["rnnsearch"]
+    experiment = compose_train(["experiment=rnn_vs_attention"])
+    params = draws["rnnenc"][0]
+    models = {}
+    for family in ("rnnenc", "rnnsearch"):
+        cfg = compose_train(halving.job_overrides(config, params, halving.Job(family, "search", 0, 2200, 1)))
+        validate(cfg)
+        models[family] = cfg.model
+        assert (cfg.model.embed_dim, cfg.model.hidden_size) == (experiment.model.embed_dim,
+                                                                 experiment.model.hidden_size)
+        assert cfg.module.val_bleu and cfg.trainer.val_check_interval == 1100 and cfg.data.train_max_len == 50
+    assert models["rnnenc"].attention == "none" and models["rnnenc"].bidirectional is False
+    assert models["rnnsearch"].attention == "bahdanau" and models["rnnsearch"].bidirectional is True
+    assert halving.budget(config) == {"search": 8 * 2200 + 2 * 6600, "confirm": 2 * 8800}
+
+
+@pytest.mark.parametrize("path", [SEARCH, SETTLED, CONTROLLED, FAITHFUL], ids=lambda p: p.stem)
 def test_every_configuration_of_the_recipe_search_composes_into_a_valid_config(path):
     """The first configurations and the corners of the space (every dimension at its low, then its high end), for
     every family, compose, pass the config checks and reach the keys they name."""
