@@ -398,3 +398,28 @@ def test_a_record_with_the_engine_in_seqbench_process_says_so():
     # committed before the engine had a process of its own: its CTranslate2 rows carry no "process"
     result = json.loads((ROOT / "docs/results/bench/2026-12-05_interval_vocab8000/bench.json").read_text())
     assert "decoded by CTranslate2 inside seqbench's process (an older record)" in markdown(result)
+
+
+def test_a_decoding_ab_headline_gives_each_ratio_its_interval_and_says_whether_outputs_matched(tmp_path):
+    from seqbench.report.bench import decode_ab_headline
+    from seqbench.report.headline import render
+
+    def ratio(median, low, high):
+        return {"median": median, "ci95": [low, high]}
+
+    summary = {"identical_hypotheses": True, "B_over_A": ratio(1.10, 1.05, 1.15),
+               "A_over_ct2": ratio(0.6, 0.55, 0.65), "B_over_ct2": ratio(0.66, 0.50, 0.80),
+               "sentences_per_s": {"A": 100.0, "B": 110.0, "ct2": 166.7}}
+    record = {"vocab": 8000, "threads": 2, "A": "abc1234", "B": "abc1234+", "rounds": [{}] * 12,
+              "summary": {"greedy": summary, "beam": {**summary, "identical_hypotheses": False,
+                                                      "B_over_A": ratio(1.2, float("nan"), float("nan"))}}}
+    (tmp_path / "ab.json").write_text(json.dumps(record))
+    table = decode_ab_headline([tmp_path / "ab.json"], ["ab.json"])
+    assert "| `ab.json` | 8,000 | greedy | **1.10x** [1.05, 1.15] | yes | 100.0, 110.0, 166.7 | unsteady " \
+           "(median 0.66x, 95% interval [0.50, 0.80]) |" in table  # 0.30 wide: over 20% of 0.66
+    assert "| beam | unsteady (median 1.20x, 95% interval [nan, nan]) | **no** |" in table
+    assert "before abc1234, after abc1234+, 6 rounds, 2 threads" in table
+    block = "<!-- headline: ab.json --decode-ab -->\n"
+    assert render(block + "typed\n<!-- /headline -->", tmp_path) == block + table + "<!-- /headline -->"
+    with pytest.raises(InputError, match="no such A/B record"):
+        decode_ab_headline([tmp_path / "missing.json"], ["missing.json"])

@@ -68,6 +68,18 @@ def test_peaks_are_keyed_by_thread_count(tmp_path, fake_measure):
     assert keys == {machine_peaks.cache_key(name, "float32", n) for n in (threads, other)}
 
 
+def test_a_peak_cached_on_a_host_with_other_vector_instructions_is_not_reused(tmp_path, fake_measure, monkeypatch):
+    """One CPU model name covers cloud hosts with and without AVX-512: the cache key names what torch runs on."""
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    avx2 = machine_peaks.cached_peaks(cpu, tmp_path, seconds=0.01, dtypes=["float32"])
+    assert avx2["float32"]["device"].endswith("(AVX2)")
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    avx512 = machine_peaks.cached_peaks(cpu, tmp_path, seconds=0.01, dtypes=["float32"])
+    assert avx512["float32"]["source"] == "measured now" and avx512["float32"]["device"].endswith("(AVX512)")
+    assert len(fake_measure) == 2
+
+
 def test_force_remeasures_and_a_corrupt_cache_is_replaced(tmp_path, fake_measure):
     cpu = torch.device("cpu")
     (tmp_path / machine_peaks.CACHE_FILE).write_text("{not json")

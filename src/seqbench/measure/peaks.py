@@ -170,15 +170,20 @@ def mfu_text(flops: dict) -> str:
 
 
 def device_name(device: torch.device) -> str:
-    """The GPU's name, or the CPU model (/proc/cpuinfo), so a cache copied to another machine is not reused."""
+    """The GPU's name, or the CPU model (/proc/cpuinfo) with the vector instructions torch uses on it, so a cache
+    copied to another machine is not reused: one model name ("AMD EPYC" on a cloud VM) covers hosts with and without
+    AVX-512, whose fp32 peaks differ (a peak cached on the AVX2 host gave MFU against 178 GFLOP/s where the AVX-512
+    host's products ran at 210)."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
+    model = platform.processor() or platform.machine() or "unknown CPU"
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
         for line in cpuinfo.read_text(errors="ignore").splitlines():
             if line.lower().startswith("model name"):
-                return " ".join(line.split(":", 1)[1].split())
-    return platform.processor() or platform.machine() or "unknown CPU"
+                model = " ".join(line.split(":", 1)[1].split())
+                break
+    return f"{model} ({torch.backends.cpu.get_cpu_capability()})"
 
 
 def cache_key(name: str, dtype: str, threads: int) -> str:

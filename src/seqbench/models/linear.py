@@ -15,7 +15,8 @@ SEQBENCH_ONEDNN_LINEAR=0 turns it off.
 oneDNN reads the weight in its own blocked layout: given a plain matrix, it reorders the weight on every call. The
 layout is therefore made once per weight (`packed`) and kept beside it, outside the module (so it never reaches a
 state dict, a copy or a device move), until the weight changes (an optimizer step, a loaded checkpoint): the same
-products, bit for bit, 5-35% faster on the decode step's shapes (docs/speed.md, "Measured 2026-12-06 (afternoon)").
+products, bit for bit, up to 1.85x faster on the decode step's shapes, and decoding 1.05-1.10x faster end to end
+(docs/speed.md, "Measured 2026-12-06 (later)").
 """
 from __future__ import annotations
 

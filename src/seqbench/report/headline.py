@@ -14,8 +14,9 @@ each model's training target tokens and analytic training FLOPs, throughput.toke
 or several
 directories and --by-budget: the same models trained for different numbers of updates, one column per budget
 (`budget_headline`), or `seqbench bench` records and --bench: their speed ratios, one column per record
-(seqbench.report.bench.speed_headline), or a `seqbench data benchmark` record and --scale: the data path's cost by
-corpus size (seqbench.report.scale).
+(seqbench.report.bench.speed_headline), or decoding A/B records (JSON files) and --decode-ab: one checkout's
+decoding against another's and against CTranslate2 (seqbench.report.bench.decode_ab_headline), or a `seqbench data
+benchmark` record and --scale: the data path's cost by corpus size (seqbench.report.scale).
 `--headline FILE` rewrites every block of the file from its records, and tests/test_readme.py fails when a block and
 its records disagree.
 """
@@ -46,7 +47,7 @@ from seqbench.analysis.summary import (
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
 from seqbench.common.nested import get_path
-from seqbench.report.bench import speed_headline
+from seqbench.report.bench import decode_ab_headline, speed_headline
 from seqbench.report.markdown import (
     cell,
     difference_text,
@@ -230,7 +231,8 @@ def _block_args(args: str) -> tuple[list[str], float, set[str]]:
     """A block's directories, target BLEU (--target-bleu, default 80) and its other options: --by-length (BLEU by
     source length), --length-tests (that with per-bucket and slope tests), --train-flops (training tokens and FLOPs of
     the whole budget), --by-budget (the directories are budgets of the same models), --bench (the directories are
-    `seqbench bench` records), --scale (the directory is a `seqbench data benchmark` record)."""
+    `seqbench bench` records), --decode-ab (the arguments are decoding A/B records), --scale (the directory is a
+    `seqbench data benchmark` record)."""
     words = shlex.split(args)
     target = float(words[words.index("--target-bleu") + 1]) if "--target-bleu" in words else 80.0
     directories = [w for i, w in enumerate(words) if not w.startswith("--")
@@ -244,6 +246,8 @@ def render(text: str, root: Path = Path(".")) -> str:
         directories, target, options = _block_args(match.group("args"))
         if "--bench" in options:
             body = speed_headline([root / d for d in directories], directories)
+        elif "--decode-ab" in options:
+            body = decode_ab_headline([root / d for d in directories], directories)
         elif "--scale" in options:
             body = scale_headline(root / directories[0], directories[0])
         elif "--by-budget" in options:
