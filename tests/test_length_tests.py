@@ -40,6 +40,20 @@ def test_a_runs_slope_is_scipys_least_squares_over_its_closed_buckets_per_ten_wo
     assert length_slope(run_with([90.0, 80.0])) is None  # two buckets: no line worth fitting
 
 
+def test_the_slope_stays_within_the_lengths_the_run_trained_on():
+    """Past data.train_max_len a fall is length extrapolation, not what a fixed-length context does to lengths it
+    was trained on: those buckets are left out of the slope (the per-bucket tests still show them)."""
+    scores = [99.0, 98.0, 97.0, 96.0, 95.0, 20.0, 5.0]  # flat up to 50 words, then a cliff past the training lengths
+    run = run_with(scores)
+    run.results["config"] = {"data": {"train_max_len": 50}}
+    midpoints = [(lo + hi) / 2 for lo, hi in EDGES[:5]]
+    assert length_slope(run) == pytest.approx(10 * stats.linregress(midpoints, scores[:5]).slope) == pytest.approx(-1.0)
+    run.results["config"]["data"]["train_max_len"] = 20
+    assert length_slope(run) is None  # two trained buckets
+    run.results["config"]["data"]["train_max_len"] = None
+    assert length_slope(run) < -10  # every length kept: every closed bucket counts
+
+
 def test_the_slope_test_is_compare_seeds_on_the_per_seed_slopes():
     rng = np.random.default_rng(0)
     groups = {}

@@ -115,12 +115,21 @@ def bucket_significance(groups: dict[str, list[Run]], split: str, breakdown: Bre
     return out
 
 
+def trained_length(run: Run) -> int | None:
+    """The longest training pair the run kept (data.train_max_len), None when every length was kept."""
+    return ((run.results.get("config") or {}).get("data") or {}).get("train_max_len")
+
+
 def length_slope(run: Run, split: str = "test") -> float | None:
-    """How fast a run's BLEU falls with source length: the least-squares slope (scipy.stats.linregress) of its
-    bucket BLEU over the bucket midpoints, in BLEU per 10 words. Closed buckets only: an open last bucket (61+) has no
-    midpoint, so it is tested on its own (bucket_significance). None with fewer than three closed buckets."""
+    """How fast a run's BLEU falls with source length on the lengths it trained on: the least-squares slope
+    (scipy.stats.linregress) of its bucket BLEU over the bucket midpoints, in BLEU per 10 words, over the closed
+    buckets that lie within data.train_max_len. Past it the slope would mix in length extrapolation, a different
+    question, which the per-bucket tests answer (bucket_significance); an open last bucket (61+) has no midpoint.
+    None with fewer than three such buckets."""
+    limit = trained_length(run)
     points = [((b["min_words"] + b["max_words"]) / 2, b["bleu"]) for b in BY_LENGTH.entries(run, split)
-              if b.get("max_words") is not None and b.get("bleu") is not None]
+              if b.get("max_words") is not None and b.get("bleu") is not None
+              and (limit is None or b["max_words"] <= limit)]
     if len(points) < 3:
         return None
     lengths, scores = zip(*points)

@@ -146,7 +146,8 @@ def _length_tests(groups: dict) -> list[str]:
                 "interval and the permutation p over seeds, Holm-adjusted across the pair's buckets:", "",
             markdown_bucket_tests(bucket_significance(groups, "test", BY_LENGTH), buckets), "",
             "The slope of BLEU over source length (BLEU per 10 words, least squares over each run's closed buckets "
-            "at their midpoints; " + ", ".join(f"{label} {cell(stat, 2)}" for label, stat in per_model.items())
+            "at their midpoints, those within the lengths it trained on (data.train_max_len); "
+            + ", ".join(f"{label} {cell(stat, 2)}" for label, stat in per_model.items())
             + "), compared over seeds (Holm across the pairs):", "",
             markdown_rows(["pair", "slopes of the first (per seed)", "slopes of the second (per seed)",
                            "Δ slope [Welch 95% CI]", "p over seeds (Holm; floor)"], rows)]
