@@ -41,6 +41,9 @@ def test_tiny_bench_has_every_row_and_ratio(tmp_path, capsys, monkeypatch):
     result = json.loads((runs[0] / "bench.json").read_text())
     assert (runs[0] / "bench.md").read_text().strip() in stdout
     assert result["machine"]["threads"] == 1 and result["machine"]["device_type"] == "cpu"
+    from seqbench.rundir.results import source_commit
+
+    assert result["seqbench_commit"] == source_commit()  # the code that made it, as results.json names it
     from seqbench.models import linear
 
     assert result["machine"]["onednn_linear"] == linear.ENABLED  # how its inference multiplied, said in the table

@@ -216,7 +216,11 @@ def speed_headline(directories: list, shown: list[str]) -> str:
 
 
 def write_bench(out: Path, result: dict) -> str:
-    """bench.json and bench.md of a bench record into the folder `out`; returns the table."""
+    """bench.json and bench.md of a bench record into the folder `out`, the record naming the code that made it
+    (seqbench_commit, as results.json does); returns the table."""
+    from seqbench.rundir.results import source_commit
+
+    result = {**result, "seqbench_commit": source_commit()}
     table = markdown(result)
     atomic_write_text(out / "bench.json", json.dumps(result, indent=2, default=str) + "\n")
     atomic_write_text(out / "bench.md", table + "\n")
