@@ -11,7 +11,7 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-FIGURES = {"rnn_vs_attention.ipynb": 2, "families.ipynb": 2}  # the figures each draws
+FIGURES = {"rnn_vs_attention.ipynb": 3, "families.ipynb": 2}  # the figures each draws
 
 
 def execute(notebook):
@@ -42,6 +42,7 @@ def test_every_notebook_is_tested():
 @pytest.mark.parametrize("name", FIGURES)
 def test_a_notebook_reproduces_its_committed_outputs_from_the_committed_records(name, monkeypatch):
     monkeypatch.delenv("SEQBENCH_RUNS", raising=False)
+    monkeypatch.delenv("SEQBENCH_CONTROLLED", raising=False)
     committed = nbformat.read(NOTEBOOKS / name, as_version=4)
     assert images(committed) == FIGURES[name], "committed with its figures rendered"
     executed = execute(committed)
@@ -58,6 +59,7 @@ def test_a_notebook_reads_any_run_directory(name, trained_run, monkeypatch):
     from seqbench.rundir.results import read_results
 
     monkeypatch.setenv("SEQBENCH_RUNS", str(trained_run))  # the kernel inherits the environment
+    monkeypatch.setenv("SEQBENCH_CONTROLLED", str(trained_run))  # rnn_vs_attention's controlled pair
     executed = execute(nbformat.read(NOTEBOOKS / name, as_version=4))
     assert not [o for o in outputs(executed) if o.output_type == "error"]
     assert images(executed) == FIGURES[name]
