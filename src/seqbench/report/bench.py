@@ -7,7 +7,7 @@ from pathlib import Path
 from seqbench.common import portable
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
-from seqbench.measure.speed import MAX_INTERVAL
+from seqbench.measure.speed import MAX_INTERVAL, median_ratio
 
 
 def _compared(ratio: dict | None) -> str:
@@ -245,16 +245,6 @@ def recorded_command(argv: list[str]) -> str:
     return " ".join(["seqbench", "bench", *words])
 
 
-def _ab_ratio(ratio: dict) -> str:
-    """An A/B record's ratio cell: given when its 95% interval spans at most MAX_INTERVAL of the median, as the
-    bench's ratios are; else unsteady, with both."""
-    low, high = ratio["ci95"]
-    interval = f"[{low:.2f}, {high:.2f}]"
-    if not (low == low and high == high) or (high - low) > MAX_INTERVAL * ratio["median"]:  # NaN: too few rounds
-        return f"unsteady (median {ratio['median']:.2f}x, 95% interval {interval})"
-    return f"**{ratio['median']:.2f}x** {interval}"
-
-
 def decode_ab_headline(files: list, shown: list[str]) -> str:
     """Interleaved A/B records of seqbench's decoding (docs/results/bench/*_decode_ab/ab.py: two checkouts and
     CTranslate2 float32, each in a process of its own, pass by pass in turn) as one table, for a document's
@@ -267,10 +257,15 @@ def decode_ab_headline(files: list, shown: list[str]) -> str:
             raise InputError(f"{name}: no such A/B record; a --decode-ab headline names ab.py's JSON files")
         record = json.loads(Path(path).read_text(encoding="utf-8"))
         for kind, row in record["summary"].items():
+            # the ratios from the timed rounds, by the bench's own rule (median_ratio), not from the summary
+            rounds = [r for r in record["rounds"] if r["kind"] == kind]
+            after = median_ratio([r["A"]["seconds"] / r["B"]["seconds"] for r in rounds])
+            engine = median_ratio([r["ct2_seconds"] / r["B"]["seconds"] for r in rounds])
+            same = all(r["A"]["sha256"] == r["B"]["sha256"] for r in rounds)
             rates = row["sentences_per_s"]
-            lines.append(f"| `{Path(name).name}` | {record['vocab']:,} | {kind} | {_ab_ratio(row['B_over_A'])} | "
-                         f"{'yes' if row['identical_hypotheses'] else '**no**'} | {rates['A']:.1f}, {rates['B']:.1f}, "
-                         f"{rates['ct2']:.1f} | {_ab_ratio(row['B_over_ct2'])} |")
+            lines.append(f"| `{Path(name).name}` | {record['vocab']:,} | {kind} | {_given(after)} | "
+                         f"{'yes' if same else '**no**'} | {rates['A']:.1f}, {rates['B']:.1f}, "
+                         f"{rates['ct2']:.1f} | {_given(engine)} |")
         rounds = len(record["rounds"]) // len(record["summary"])
         described.append(f"`{Path(name).name}`: before {record['A']}, after {record['B']}, {rounds} rounds, "
                          f"{record['threads']} threads")

@@ -3,7 +3,8 @@
 Transformer, each in a worker process of its own (worker.py), and CTranslate2 float32 in its own process on the same
 converted weights and sources, timed pass by pass in turn, round after round; whether the hypotheses are identical.
     A=checkout/src B=checkout/src python ab.py VOCAB ROUNDS OUT.json [THREADS]
-Ratios are medians of per-round ratios (B over A, B over CTranslate2), with scipy's 95% order-statistic interval."""
+Ratios are medians of per-round ratios (B over A, B over CTranslate2) with their 95% interval, by the bench's rule
+(seqbench.measure.speed.median_ratio); `seqbench report --headline` recomputes them from the rounds."""
 import contextlib
 import json
 import os
@@ -14,10 +15,10 @@ import tempfile
 from pathlib import Path
 
 import torch
-from scipy.stats import quantile_test
 
 from seqbench.decoding.search import DecodingConfig
 from seqbench.measure.bench import _engine_processes, _source_tokens, engine_pass
+from seqbench.measure.speed import median_ratio
 from seqbench.measure.workload import build, decode_batches, generated_pairs
 from seqbench.measure.workload import setting as make_setting
 
@@ -40,10 +41,9 @@ def ask(p, kind):
     return json.loads(p.stdout.readline())
 
 
-def interval(ratios):
-    ratios = sorted(ratios)
-    lo = quantile_test(ratios, q=statistics.median(ratios)).confidence_interval(0.95)
-    return {"median": statistics.median(ratios), "ci95": [lo.low, lo.high]}
+def interval(ratios):  # the bench's rule: seqbench.measure.speed.median_ratio
+    ratio = median_ratio(ratios)
+    return {"median": ratio["median"], "ci95": ratio["interval"]}
 
 
 s = make_setting(vocab_size=vocab)
