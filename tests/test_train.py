@@ -92,6 +92,8 @@ def test_logger_none_and_a_stop_between_validations(tmp_path):
     record = train_in_process(tmp_path / "run", [*TINY, *TINY_MODELS["transformer"], "logger=none", "test=false"])
     assert record["train"]["epochs"] < 1  # the premise: training stopped inside the first epoch
     assert [point["step"] for point in record["curve"]] == [4]
+    buckets = [b["bucket"] for b in record["valid"]["bleu_by_length"] if b["sentences"]]
+    assert list(record["curve"][0]["bleu_by_length"]) == buckets  # BLEU by length without any logger file
     assert Path(record["train"]["best_checkpoint"]).name == "best-epoch000.ckpt"
     assert not (tmp_path / "run" / "csv").exists() and "test" not in record
 

@@ -16,7 +16,9 @@ directories and --by-budget: the same models trained for different numbers of up
 (`budget_headline`), or `seqbench bench` records and --bench: their speed ratios, one column per record
 (seqbench.report.bench.speed_headline), or decoding A/B records (JSON files) and --decode-ab: one checkout's
 decoding against another's and against CTranslate2 (seqbench.report.bench.decode_ab_headline), or a `seqbench data
-benchmark` record and --scale: the data path's cost by corpus size (seqbench.report.scale).
+benchmark` record and --scale: the data path's cost by corpus size (seqbench.report.scale), or --curve: validation
+BLEU at every validation during training, overall and on the shortest sentences, with the last quarter's gain
+(seqbench.report.curve).
 `--headline FILE` rewrites every block of the file from its records, and tests/test_readme.py fails when a block and
 its records disagree.
 """
@@ -48,6 +50,7 @@ from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
 from seqbench.common.nested import get_path
 from seqbench.report.bench import decode_ab_headline, speed_headline
+from seqbench.report.curve import curve_headline
 from seqbench.report.markdown import (
     cell,
     difference_text,
@@ -58,7 +61,7 @@ from seqbench.report.markdown import (
     seed_test,
 )
 from seqbench.report.scale import scale_headline
-from seqbench.rundir.reader import load_runs
+from seqbench.rundir.reader import load_runs, named_path
 
 BLOCK = re.compile(r"(<!-- headline: (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /headline -->)", re.S)
 
@@ -233,12 +236,18 @@ def _block_args(args: str) -> tuple[list[str], float, set[str]]:
     source length), --length-tests (that with per-bucket and slope tests), --train-flops (training tokens and FLOPs of
     the whole budget), --by-budget (the directories are budgets of the same models), --bench (the directories are
     `seqbench bench` records), --decode-ab (the arguments are decoding A/B records), --scale (the directory is a
-    `seqbench data benchmark` record)."""
+    `seqbench data benchmark` record), --curve (validation BLEU over training)."""
     words = shlex.split(args)
     target = float(words[words.index("--target-bleu") + 1]) if "--target-bleu" in words else 80.0
     directories = [w for i, w in enumerate(words) if not w.startswith("--")
                    and (i == 0 or words[i - 1] != "--target-bleu")]
     return directories, target, {w for w in words if w.startswith("--")}
+
+
+def _at(root: Path, word: str) -> str | Path:
+    """A block's directory under `root`, a `LABEL=DIR` argument keeping its label."""
+    label, path = named_path(word)
+    return f"{label}={root / path}" if label else root / path
 
 
 def render(text: str, root: Path = Path(".")) -> str:
@@ -253,6 +262,8 @@ def render(text: str, root: Path = Path(".")) -> str:
             body = scale_headline(root / directories[0], directories[0])
         elif "--by-budget" in options:
             body = budget_headline([root / d for d in directories], directories)
+        elif "--curve" in options:
+            body = curve_headline([_at(root, d) for d in directories], directories)
         else:
             body = headline([root / d for d in directories], target, directories, "--by-length" in options,
                             "--train-flops" in options, "--length-tests" in options)

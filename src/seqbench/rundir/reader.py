@@ -48,18 +48,27 @@ class Run:
 
     def curve(self) -> list[dict]:
         """Validation points logged during training: [{"step", "bleu", "tokens_seen", "train_seconds",
-        "train_flops"}] ("train_flops" None for runs recorded before it was).
+        "train_flops", "bleu_by_length"}] ("train_flops" None for runs recorded before it was; "bleu_by_length"
+        {bucket: BLEU}, or None where neither record holds it).
 
         From results.json's "curve" (written whatever the logger), or, for runs recorded before it existed, from the
         CSV logger's metrics.csv: rows carrying val/bleu together with val/tokens_seen (the final re-validation of
-        the best checkpoint has no training progress and is left out).
+        the best checkpoint has no training progress and is left out). A curve recorded before it held BLEU by length
+        takes it from metrics.csv's val/bleu_len_* columns where the run logged one, matched on tokens_seen (the CSV's
+        step is one less than the curve's).
         """
         if "curve" not in self._cache:
+            def logged() -> list[dict]:
+                return next((_csv_curve(path) for path in sorted(self.path.glob("**/metrics.csv"))), [])
+
             if "curve" in self.results:
-                points = [{key: p.get(key) for key in ("step", "bleu", "tokens_seen", "train_seconds", "train_flops")}
-                          for p in self.results["curve"]]
+                points = [{key: p.get(key) for key in CURVE_KEYS} for p in self.results["curve"]]
+                if any(p["bleu_by_length"] is None and p["bleu"] is not None for p in points):
+                    by_tokens = {p["tokens_seen"]: p["bleu_by_length"] for p in logged()}
+                    for point in points:
+                        point["bleu_by_length"] = point["bleu_by_length"] or by_tokens.get(point["tokens_seen"])
             else:
-                points = next((_csv_curve(path) for path in sorted(self.path.glob("**/metrics.csv"))), [])
+                points = logged()
             points = [p for p in points if p["bleu"] is not None and p["tokens_seen"] is not None]
             self._cache["curve"] = sorted(points, key=lambda p: p["tokens_seen"])
         return self._cache["curve"]
@@ -80,13 +89,22 @@ def _read_attention(path: Path) -> dict:
                          f"it to report the run without its attention maps") from None
 
 
+CURVE_KEYS = ("step", "bleu", "tokens_seen", "train_seconds", "train_flops", "bleu_by_length")
+BY_LENGTH_COLUMN = "val/bleu_len_"
+
+
 def _csv_curve(path: Path) -> list[dict]:
     with path.open(newline="") as f:
-        rows = [{k: _number(row.get(k)) for k in ("step", "val/bleu", "val/tokens_seen", "val/train_seconds",
-                                                  "val/train_flops")}
-                for row in csv.DictReader(f)]
-    return [{"step": r["step"], "bleu": r["val/bleu"], "tokens_seen": r["val/tokens_seen"],
-             "train_seconds": r["val/train_seconds"], "train_flops": r["val/train_flops"]} for r in rows]
+        rows = list(csv.DictReader(f))
+    points = []
+    for row in rows:
+        by_length = {key[len(BY_LENGTH_COLUMN):]: _number(value) for key, value in row.items()
+                     if key and key.startswith(BY_LENGTH_COLUMN) and _number(value) is not None}
+        points.append({"step": _number(row.get("step")), "bleu": _number(row.get("val/bleu")),
+                       "tokens_seen": _number(row.get("val/tokens_seen")),
+                       "train_seconds": _number(row.get("val/train_seconds")),
+                       "train_flops": _number(row.get("val/train_flops")), "bleu_by_length": by_length or None})
+    return points
 
 
 def _number(text: str | None) -> float | None:

@@ -58,9 +58,10 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                    -1: none), "stopped_by" (what ended training: "max_steps", "early_stopping", "max_epochs" or
                    "max_time", the wall-clock guard, which the report flags; null with train=false),
                    "best_checkpoint"}
-  curve            [{"step", "bleu", "nll", "tokens_seen", "train_seconds", "train_flops"}]: every validation during
-                   training (the val/* metrics; "bleu", decoded with module.val_beam_size, absent when
-                   module.val_bleu=false), so learning curves need no logger
+  curve            [{"step", "bleu", "nll", "tokens_seen", "train_seconds", "train_flops", "bleu_by_length"}]:
+                   every validation during training (the val/* metrics; "bleu", decoded with module.val_beam_size,
+                   absent when module.val_bleu=false; "bleu_by_length": {bucket: BLEU} of the non-empty source-length
+                   buckets, absent without BLEU and in records older than it), so learning curves need no logger
   wall_time_s      whole run, including data preparation, test decoding and the measurements
   peak_memory_mb   memory.cuda_max_allocated_mb on GPU, memory.cpu_rss_peak_mb on CPU
   seed, device, versions {python, torch, lightning, sacrebleu, ..., "seqbench_commit": the git commit of the

@@ -358,13 +358,16 @@ class StopOnNonFiniteLoss(L.Callback):
 
 class LearningCurve(TrainingState):
     """The validation points of training, whatever the logger: after each validation during fit, the step, the
-    validation BLEU and NLL, and the training progress (`val/tokens_seen`, `val/train_seconds`, `val/train_flops` from
-    TrainThroughput). run.py stores them in results.json ("curve") for the report's learning-curve plot.
-    Saved in checkpoints and restored only when training resumes (TrainingState).
+    validation BLEU and NLL, BLEU by source length (`val/bleu_len_<bucket>`: whether short sentences have levelled
+    off is a question of the budget, not of the overall score) and the training progress (`val/tokens_seen`,
+    `val/train_seconds`, `val/train_flops` from TrainThroughput). run.py stores them in results.json ("curve") for the
+    report's learning-curve plot and the --curve headline. Saved in checkpoints and restored only when training
+    resumes (TrainingState).
     """
 
     KEYS = {"bleu": "val/bleu", "nll": "val/nll", "tokens_seen": "val/tokens_seen",
             "train_seconds": "val/train_seconds", "train_flops": "val/train_flops"}
+    BY_LENGTH = "val/bleu_len_"
 
     def __init__(self):
         self.points: list[dict] = []
@@ -379,5 +382,10 @@ class LearningCurve(TrainingState):
         if trainer.state.fn != "fit" or trainer.sanity_checking:
             return
         metrics = trainer.callback_metrics
-        self.points.append({"step": trainer.global_step,
-                            **{name: float(metrics[key]) for name, key in self.KEYS.items() if key in metrics}})
+        point = {"step": trainer.global_step,
+                 **{name: float(metrics[key]) for name, key in self.KEYS.items() if key in metrics}}
+        by_length = {key[len(self.BY_LENGTH):]: float(value) for key, value in metrics.items()
+                     if key.startswith(self.BY_LENGTH)}
+        if by_length:
+            point["bleu_by_length"] = by_length
+        self.points.append(point)
