@@ -116,3 +116,15 @@ def test_curve_block_renders_with_a_label_and_names_runs_without_a_curve(runs_di
         path.write_text(json.dumps(results))
     with pytest.raises(InputError, match="fewer than two validations"):
         curve_headline([runs_dir])
+
+
+def test_the_report_shows_the_curve_table_when_every_model_validated_twice(runs_dir, tmp_path):
+    from seqbench.report import write_report
+
+    text = write_report([runs_dir], tmp_path / "report", n_samples=20).read_text()
+    assert "| rnnsearch | 3 | val BLEU, 1-10 words |" in text
+    for path in runs_dir.rglob("results.json"):
+        results = json.loads(path.read_text())
+        results["curve"] = results["curve"][:1]
+        path.write_text(json.dumps(results))
+    assert "val BLEU, 1-10 words" not in write_report([runs_dir], tmp_path / "again", n_samples=20).read_text()

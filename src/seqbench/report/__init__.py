@@ -43,6 +43,7 @@ from seqbench.analysis.summary import (
 )
 from seqbench.common.errors import InputError
 from seqbench.common.progress import progress_bar
+from seqbench.report.curve import curve_table, has_curves
 from seqbench.report.markdown import (
     markdown_bucket_tests,
     markdown_by_bucket,
@@ -214,6 +215,12 @@ def _training_sections(groups, targets, figures: dict) -> list[str]:
         "![Validation BLEU during training](learning_curves.png)", "",
         "![Throughput, MFU and memory](throughput.png)", "",
     ]
+    if has_curves(groups):
+        table, _ = curve_table(groups)
+        lines += ["Validation BLEU at every validation during training, means ± 95% CI over seeds; the last column is "
+                  "each seed's gain from the last validation at least a quarter of the budget before its last (mean "
+                  "± 95% CI over seeds: an interval spanning zero shows no gain, not that none was left):", "",
+                  table, ""]
     if "bleu_vs_flops" in figures:
         lines += [
             "## Compute to a target BLEU", "",
