@@ -138,3 +138,28 @@ def test_seqbench_report_on_a_search_reports_its_chosen_recipes(tmp_path):
     assert main([str(tmp_path / "s"), "--out", str(tmp_path / "r"), "--bootstrap", "10"]) == 0
     report = (tmp_path / "r" / "report.md").read_text()
     assert "| att |" in report and "| enc |" in report and "rnnsearch" not in report.split("##")[1]
+
+
+def test_a_search_and_runs_trained_from_its_recipes_share_one_table(tmp_path):
+    """Fig. 2's -30 models train from the recipes a search chose for the -50: the search's directory beside their
+    multirun gives one table of both, the search expanded to its chosen runs only (not its other configurations), and
+    each directory named with its own command."""
+    from seqbench.analysis.runs import runs_of
+    from seqbench.report.headline import render
+
+    make_search(tmp_path / "s", {"att": 1, "enc": 0})
+    sources, references = _test_set(40, random.Random(0))
+    for seed in (1, 2, 3):
+        run_dir = tmp_path / "m" / str(seed)
+        make_run(run_dir, "rnnsearch", seed, sources, references)
+        record = read_results(run_dir)
+        record.update(label="att-30", train={"steps": 100, "max_steps": 100}, data={"corpus": "synthetic-x"},
+                      config={"task_name": "pair_30"})
+        write_results(record, run_dir)
+    runs = runs_of([tmp_path / "s", tmp_path / "m"])
+    assert sorted((r.label, r.seed) for r in runs) == sorted((label, seed) for label in ("att", "enc", "att-30")
+                                                             for seed in (1, 2, 3))
+    block = render("<!-- headline: s m -->\n<!-- /headline -->", tmp_path)
+    assert "| att-30 | 3 |" in block and "| enc | 3 |" in block
+    assert ("Commands and records: `s`: `seqbench sweep s/sweep.yaml --out s --seed 0` (each run's command.txt); "
+            "`m`: `python train.py -m experiment=pair_30`") in block

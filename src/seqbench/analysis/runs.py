@@ -56,11 +56,14 @@ def search_groups(search_dir: str | Path) -> dict[str, list[Run]]:
 
 
 def runs_of(paths: list[str | Path]) -> list[Run]:
-    """The completed runs a report or headline compares: those under `paths`, or, for a successive-halving search's
-    directory alone, its families' chosen recipes over their seeds (`search_groups`), labelled by family."""
-    if len(paths) == 1 and is_search_dir(paths[0]):
-        return [run for members in search_groups(paths[0]).values() for run in members]
-    return load_runs(paths)
+    """The completed runs a report or headline compares: those under each path or, for a successive-halving search's
+    directory, its families' chosen recipes over their seeds (`search_groups`), labelled by family; so a search's
+    models can share a table with runs trained from its recipes (another data limit, say)."""
+    runs = []
+    for path in paths:
+        runs += ([run for members in search_groups(path).values() for run in members] if is_search_dir(path)
+                 else load_runs([path]))
+    return list({run.path: run for run in runs}.values())
 
 
 def check_one_budget_per_model(groups: dict[str, list[Run]]) -> None:

@@ -98,8 +98,8 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     """Writes report.md and the PNGs into `out`; returns the path of report.md. `external`: {name: hypothesis file}
     of other systems, scored against the first run's references and sources of `split`. `targets`: the validation
     BLEUs of the compute-to-target table (runs that recorded training FLOPs only). A successive-halving search's
-    directory (alone) is reported as its families' chosen recipes over their confirmation seeds."""
-    search = len(paths) == 1 and is_search_dir(paths[0])
+    directory is reported as its families' chosen recipes over their confirmation seeds."""
+    search = any(is_search_dir(path) for path in paths)  # its other jobs are not the table's runs
     runs = runs_of(paths)
     for name, hypotheses in (external or {}).items():
         if name in {r.label for r in runs}:

@@ -80,7 +80,7 @@ def headline(directories: str | Path | list[str | Path], target: float = 80.0, s
     target tokens and analytic training FLOPs over the whole budget (means over seeds), so a table at equal updates
     shows what was and was not equal; `length_tests`: BLEU by length with, per bucket, the seed-level test of every
     pair (Holm across the pair's buckets) and the test of the slope of BLEU over length. A successive-halving search's
-    directory (alone) shows each family's chosen recipe with its confirmation seeds."""
+    directory shows each family's chosen recipe with its confirmation seeds."""
     directories = [directories] if isinstance(directories, (str, Path)) else list(directories)
     runs = runs_of(directories)
     groups = group_by_label(runs, "test")
@@ -159,12 +159,13 @@ def _length_tests(groups: dict) -> list[str]:
 def _commands(directories: list[str | Path], shown: list[str]) -> str:
     """What made each directory's runs: the search command of a search's directory, the command each run recorded
     (command.txt) where every run has one (runs of a preset with overrides), else the preset's multirun."""
-    if len(directories) == 1 and is_search_dir(directories[0]):
-        seed = json.loads((Path(directories[0]) / "summary.json").read_text(encoding="utf-8"))["seed"]
-        return (f"Command: `seqbench sweep {shown[0]}/sweep.yaml --out {shown[0]} --seed {seed}` (each run's "
-                f"command.txt); records: `{shown[0]}`")
     parts = []
     for directory, name in zip(directories, shown):
+        if is_search_dir(directory):
+            seed = json.loads((Path(directory) / "summary.json").read_text(encoding="utf-8"))["seed"]
+            parts.append(f"`{name}`: `seqbench sweep {name}/sweep.yaml --out {name} --seed {seed}` (each run's "
+                         "command.txt)")
+            continue
         runs = load_runs([directory])
         if runs and all((run.path / "command.txt").is_file() for run in runs):
             parts.append(f"`{name}`: each run's command.txt")
