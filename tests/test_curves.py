@@ -123,8 +123,23 @@ def test_the_report_shows_the_curve_table_when_every_model_validated_twice(runs_
 
     text = write_report([runs_dir], tmp_path / "report", n_samples=20).read_text()
     assert "| rnnsearch | 3 | val BLEU, 1-10 words |" in text
+    assert "(budget_curves.png)" in text and (tmp_path / "report" / "budget_curves.png").is_file()
     for path in runs_dir.rglob("results.json"):
         results = json.loads(path.read_text())
         results["curve"] = results["curve"][:1]
         path.write_text(json.dumps(results))
     assert "val BLEU, 1-10 words" not in write_report([runs_dir], tmp_path / "again", n_samples=20).read_text()
+
+
+def test_the_budget_curve_figure_draws_each_models_seed_means_by_update(runs_dir):
+    from seqbench.analysis.plots import plot_budget_curves
+    from seqbench.analysis.runs import group_by_label
+
+    fig = plot_budget_curves(group_by_label(load_runs([runs_dir])))
+    overall, short = fig.axes
+    (line,) = overall.get_lines()[:1]
+    assert list(line.get_xdata()) == STEPS
+    assert list(line.get_ydata()) == pytest.approx([sum(OVERALL[s][k] for s in (1, 2, 3)) / 3 for k in range(4)])
+    assert list(short.get_lines()[0].get_ydata()) == pytest.approx(
+        [sum(SHORT[s][k] for s in (1, 2, 3)) / 3 for k in range(4)])
+    assert "1-10" in short.get_ylabel()

@@ -7,6 +7,7 @@ import re
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
+from seqbench.analysis.curves import curve_spreads, shortest_bucket
 from seqbench.analysis.summary import BY_LENGTH, Breakdown, bucket_series, summary_rows
 from seqbench.rundir.reader import Run
 
@@ -106,6 +107,30 @@ def plot_learning_curves(groups: dict[str, list[Run]]) -> Figure:
     if axes[0].get_legend_handles_labels()[0]:
         axes[1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle("Validation BLEU during training")
+    return fig
+
+
+def plot_budget_curves(groups: dict[str, list[Run]]) -> Figure:
+    """Validation BLEU against updates, overall and on the shortest source-length bucket (where the runs recorded
+    it): each model's mean over seeds with its 95% interval, so whether a model levelled off within its budget reads
+    off the right-hand end."""
+    runs = [run for members in groups.values() for run in members]
+    bucket = shortest_bucket(runs)
+    scores = [(None, "validation BLEU"), *([(bucket, f"validation BLEU, {bucket} source words")] if bucket else [])]
+    fig = Figure(figsize=(5.5 * len(scores), 4.2), layout="constrained")
+    axes = fig.subplots(1, len(scores), squeeze=False)[0]
+    colours = label_colours(list(groups))
+    for ax, (key, name) in zip(axes, scores):
+        for i, (label, members) in enumerate(groups.items()):
+            at = {step: stat for step, stat in curve_spreads(members, key).items() if stat.mean is not None}
+            ax.errorbar(list(at), [s.mean for s in at.values()], yerr=[s.ci or 0.0 for s in at.values()],
+                        color=colours[label], marker=MARKERS[i % len(MARKERS)], capsize=3,
+                        label=f"{label} ({len(members)} seeds)")
+        ax.set_xlabel("updates")
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+    axes[-1].legend(loc="lower right", fontsize=8)
+    fig.suptitle("Validation BLEU by update (means over seeds, 95% CI)")
     return fig
 
 

@@ -18,6 +18,7 @@ from seqbench.analysis.compute import DEFAULT_TARGETS, compute_to_target, has_co
 from seqbench.analysis.plots import (
     attention_figures,
     plot_bleu_vs_flops,
+    plot_budget_curves,
     plot_by_bucket,
     plot_headline,
     plot_learning_curves,
@@ -130,6 +131,7 @@ def _figures(groups, split: str, breakdowns, targets) -> dict:
     """Every figure the report shows, by file name (without .png)."""
     return {**{b.name: plot_by_bucket(groups, split, b) for b in breakdowns},
             "learning_curves": plot_learning_curves(groups), "throughput": plot_throughput(groups, split),
+            **({"budget_curves": plot_budget_curves(groups)} if has_curves(groups) else {}),
             **({"bleu_vs_flops": plot_bleu_vs_flops(groups, targets), "headline": plot_headline(groups, split)}
                if has_compute_curves(groups) else {}),
             **dict(attention_figures(groups))}
@@ -220,7 +222,7 @@ def _training_sections(groups, targets, figures: dict) -> list[str]:
         lines += ["Validation BLEU at every validation during training, means ± 95% CI over seeds; the last column is "
                   "each seed's gain from the last validation at least a quarter of the budget before its last (mean "
                   "± 95% CI over seeds: an interval spanning zero shows no gain, not that none was left):", "",
-                  table, ""]
+                  table, "", "![Validation BLEU by update](budget_curves.png)", ""]
     if "bleu_vs_flops" in figures:
         lines += [
             "## Compute to a target BLEU", "",
