@@ -30,7 +30,7 @@ LABELS = {
     "budget_sweep": {"transformer", "rnn", "cnn"},
     "position_extrapolation": {"transformer-sinusoidal", "transformer-learned", "transformer-rope"},
     "position_extrapolation_gpu": {"transformer-sinusoidal", "transformer-learned", "transformer-rope"},
-    "rnn_vs_attention_faithful": {"rnnenc-30"},
+    "rnn_vs_attention_faithful": {"rnnenc-30", "rnnsearch-30"},
 }
 
 
@@ -90,7 +90,7 @@ def test_sweep_jobs_compose_and_validate(experiment):
 SLOWEST_RUN_MINUTES = {"arch_comparison": 4, "luong_variants": 10, "equal_compute": 23, "budget_sweep": 46,
                        "position_extrapolation": 9,
                        "rnn_vs_attention": 14, "rnn_vs_attention_longrange": 14, "rnn_vs_attention_bible": 30,
-                       "rnn_vs_attention_faithful": 24}
+                       "rnn_vs_attention_faithful": 52}
 # trainer.max_time guards against a stuck run; it must not become the budget. A guard of about twice the run's time
 # stopped RNNsearch-50 at update 1,509 of 2,200 while tests shared the two cores (2026-12-02), so every guard is 3-5x
 # the slowest run: loose enough for a machine shared with other work, tight enough to end a stuck run the same day.
