@@ -104,6 +104,9 @@ def test_curve_headline_rows_cells_and_gains(runs_dir):
     assert short[-1].startswith(f"+{sum(SHORT[s][3] - SHORT[s][2] for s in (1, 2, 3)) / 3:.2f} ± ")
     assert short[-1].endswith("(300 → 400) |")
     assert "Seeds: 1, 2, 3." in text and "Budget: 400 updates." in text and "(beam 1)" in text
+    (run, *_) = load_runs([runs_dir])
+    count = next(b["sentences"] for b in run.results["valid"]["bleu_by_length"] if b["bucket"] == "1-10")
+    assert f"1-10 words: the {count} validation sentences of 1-10 source words" in text
 
 
 def test_curve_block_renders_with_a_label_and_names_runs_without_a_curve(runs_dir, tmp_path):
