@@ -11,7 +11,7 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-FIGURES = {"rnn_vs_attention.ipynb": 3, "families.ipynb": 2}  # the figures each draws
+FIGURES = {"rnn_vs_attention.ipynb": 5, "families.ipynb": 2}  # the figures each draws
 
 
 def execute(notebook):
@@ -43,6 +43,7 @@ def test_every_notebook_is_tested():
 def test_a_notebook_reproduces_its_committed_outputs_from_the_committed_records(name, monkeypatch):
     monkeypatch.delenv("SEQBENCH_RUNS", raising=False)
     monkeypatch.delenv("SEQBENCH_CONTROLLED", raising=False)
+    monkeypatch.delenv("SEQBENCH_FAITHFUL", raising=False)
     committed = nbformat.read(NOTEBOOKS / name, as_version=4)
     assert images(committed) == FIGURES[name], "committed with its figures rendered"
     executed = execute(committed)
@@ -60,6 +61,7 @@ def test_a_notebook_reads_any_run_directory(name, trained_run, monkeypatch):
 
     monkeypatch.setenv("SEQBENCH_RUNS", str(trained_run))  # the kernel inherits the environment
     monkeypatch.setenv("SEQBENCH_CONTROLLED", str(trained_run))  # rnn_vs_attention's controlled pair
+    monkeypatch.setenv("SEQBENCH_FAITHFUL", str(trained_run))  # and its faithful pair
     executed = execute(nbformat.read(NOTEBOOKS / name, as_version=4))
     assert not [o for o in outputs(executed) if o.output_type == "error"]
     assert images(executed) == FIGURES[name]

@@ -159,3 +159,21 @@ def test_with_holm_adds_each_tests_holm_adjusted_permutation_p():
     tests = {"a": {"permutation_p": 0.01}, "b": {"permutation_p": 0.04}, "c": {"permutation_p": 0.03}}
     assert with_holm(tests) is tests
     assert [t["holm_p"] for t in tests.values()] == holm([0.01, 0.04, 0.03]) == [0.03, 0.06, 0.06]
+
+
+def test_a_model_at_the_ceiling_on_every_seed_is_compared_without_a_warning():
+    """All seeds at 100 BLEU: scipy warns of precision loss, yet Welch's interval is its own (the other side's
+    variance alone); the comparison returns scipy's numbers and prints no warning into reports and notebooks."""
+    import warnings
+
+    from scipy import stats
+
+    from seqbench.analysis.seeds import compare_seeds
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        test = compare_seeds([100.0, 100.0, 100.0], [95.0, 96.1, 94.8])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        interval = stats.ttest_ind([100.0] * 3, [95.0, 96.1, 94.8], equal_var=False).confidence_interval(0.95)
+    assert test.ci == pytest.approx((interval.low, interval.high))
