@@ -39,7 +39,7 @@ def runs_dir(tmp_path):
     for path in root.rglob("results.json"):
         results = json.loads(path.read_text())
         results.update(curve=_curve(results["seed"], True), train={"steps": STEPS[-1]},
-                       data={"corpus": "toy"}, config={"module": {"val_beam_size": 1}})
+                       data={"corpus": "toy"}, config={"module": {"val_beam_size": 1}, "task_name": "toy"})
         path.write_text(json.dumps(results))
     return root
 
@@ -146,3 +146,9 @@ def test_the_budget_curve_figure_draws_each_models_seed_means_by_update(runs_dir
     assert list(short.get_lines()[0].get_ydata()) == pytest.approx(
         [sum(SHORT[s][k] for s in (1, 2, 3)) / 3 for k in range(4)])
     assert "1-10" in short.get_ylabel()
+
+
+def test_every_run_block_keeps_a_label_given_to_its_directory(runs_dir):
+    """`LABEL=DIR` in a block means the same under any root, in the default table as in --curve and --by-budget."""
+    out = render("<!-- headline: early=runs -->\n<!-- /headline -->\n", root=runs_dir.parent)
+    assert "| early | 3 |" in out

@@ -44,7 +44,7 @@ from seqbench.analysis.summary import (
 )
 from seqbench.common.errors import InputError
 from seqbench.common.progress import progress_bar
-from seqbench.report.curve import curve_table, has_curves
+from seqbench.report.curve import GAIN_NOTE, curve_table, has_curves
 from seqbench.report.markdown import (
     markdown_bucket_tests,
     markdown_by_bucket,
@@ -219,9 +219,7 @@ def _training_sections(groups, targets, figures: dict) -> list[str]:
     ]
     if has_curves(groups):
         table, _ = curve_table(groups)
-        lines += ["Validation BLEU at every validation during training, means ± 95% CI over seeds; the last column is "
-                  "each seed's gain from the last validation at least a quarter of the budget before its last (mean "
-                  "± 95% CI over seeds: an interval spanning zero shows no gain, not that none was left):", "",
+        lines += [f"Validation BLEU at every validation during training, means ± 95% CI over seeds; {GAIN_NOTE}:", "",
                   table, "", "![Validation BLEU by update](budget_curves.png)", ""]
     if "bleu_vs_flops" in figures:
         lines += [

@@ -246,9 +246,10 @@ def _block_args(args: str) -> tuple[list[str], float, set[str]]:
 
 
 def _at(root: Path, word: str) -> str | Path:
-    """A block's directory under `root`, a `LABEL=DIR` argument keeping its label."""
+    """A block's run directory under `root`; a `LABEL=DIR` argument keeps its label (a folder whose own name has a
+    `=` in it stays a path, as load_runs reads it)."""
     label, path = named_path(word)
-    return f"{label}={root / path}" if label else root / path
+    return f"{label}={root / path}" if label and not (root / word).exists() else root / word
 
 
 def render(text: str, root: Path = Path(".")) -> str:
@@ -262,11 +263,11 @@ def render(text: str, root: Path = Path(".")) -> str:
         elif "--scale" in options:
             body = scale_headline(root / directories[0], directories[0])
         elif "--by-budget" in options:
-            body = budget_headline([root / d for d in directories], directories)
+            body = budget_headline([_at(root, d) for d in directories], directories)
         elif "--curve" in options:
             body = curve_headline([_at(root, d) for d in directories], directories)
         else:
-            body = headline([root / d for d in directories], target, directories, "--by-length" in options,
+            body = headline([_at(root, d) for d in directories], target, directories, "--by-length" in options,
                             "--train-flops" in options, "--length-tests" in options)
         return match.group(1) + body + match.group(4)
 

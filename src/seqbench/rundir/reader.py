@@ -14,6 +14,7 @@ from seqbench.decoding.attention import load_attention
 from seqbench.rundir.checkpoints import TORCH_LOAD_ERRORS, unreadable
 from seqbench.rundir.layout import RESULTS_FILE, RunDir
 from seqbench.rundir.results import read_results
+from seqbench.scoring.evaluation import LENGTH_METRIC
 
 
 @dataclass
@@ -90,7 +91,7 @@ def _read_attention(path: Path) -> dict:
 
 
 CURVE_KEYS = ("step", "bleu", "tokens_seen", "train_seconds", "train_flops", "bleu_by_length")
-BY_LENGTH_COLUMN = "val/bleu_len_"
+BY_LENGTH_COLUMN = f"val/{LENGTH_METRIC}_"
 
 
 def _csv_curve(path: Path) -> list[dict]:

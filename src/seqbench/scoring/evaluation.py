@@ -16,6 +16,10 @@ from seqbench.common.text import length_buckets as bucket_ranges
 from seqbench.scoring.metrics import bleu_by_length, corpus_bleu, corpus_chrf, paired_bootstrap
 from seqbench.scoring.targeted import structure_scores
 
+# The logged name of BLEU per source-length bucket: <split>/bleu_len_<bucket> (the learning curve and the CSV log's
+# reader take the buckets back from it)
+LENGTH_METRIC = "bleu_len"
+
 
 @dataclass
 class SplitEvaluation:
@@ -78,7 +82,7 @@ class Evaluator:
         """The logged scalars of a score record: <prefix>/bleu, <prefix>/chrf and <prefix>/bleu_len_<bucket> (empty
         buckets have no score, and loggers want numbers, so they are left out)."""
         out = {f"{prefix}/bleu": scores["bleu"], f"{prefix}/chrf": scores["chrf"]}
-        for key, name in (("bleu_by_length", "bleu_len"), ("bleu_by_clauses", "bleu_clauses"),
+        for key, name in (("bleu_by_length", LENGTH_METRIC), ("bleu_by_clauses", "bleu_clauses"),
                           ("bleu_by_dependency", "bleu_dep")):
             for bucket in scores.get(key, []):
                 if bucket["sentences"]:

@@ -21,6 +21,7 @@ from seqbench.common.io import atomic_torch_save
 from seqbench.common.lightning_adapter import drop_built_train_loader
 from seqbench.common.tokens import PAD_ID
 from seqbench.measure.speed import clock
+from seqbench.scoring.evaluation import LENGTH_METRIC
 from seqbench.training.status import Diverged
 
 
@@ -367,7 +368,7 @@ class LearningCurve(TrainingState):
 
     KEYS = {"bleu": "val/bleu", "nll": "val/nll", "tokens_seen": "val/tokens_seen",
             "train_seconds": "val/train_seconds", "train_flops": "val/train_flops"}
-    BY_LENGTH = "val/bleu_len_"
+    BY_LENGTH = f"val/{LENGTH_METRIC}_"
 
     def __init__(self):
         self.points: list[dict] = []
