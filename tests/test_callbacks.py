@@ -57,9 +57,9 @@ def test_a_resumed_run_places_the_sampler_and_drops_a_train_loader_built_before_
     placed = []
     datamodule = SimpleNamespace(resume_training_at=lambda epoch, done: placed.append((epoch, done)))
     fit_loop = SimpleNamespace(_combined_loader=object() if built_early else None)
-    trainer = SimpleNamespace(datamodule=datamodule, fit_loop=fit_loop)
+    trainer = SimpleNamespace(datamodule=datamodule, fit_loop=fit_loop, checkpoint_callbacks=[])
     callback = ResumeState("last.ckpt")
-    callback.load_state_dict({"epoch": 1, "batches_done": 3, "epoch_finished": False, "rng": {}})
+    callback.load_state_dict({"epoch": 1, "batches_done": 3, "rng": {}})
     callback.on_fit_start(trainer, None)
     assert placed == [(1, 3)] and fit_loop._combined_loader is None
 

@@ -100,6 +100,45 @@ def test_lightnings_fit_loop_builds_again_the_train_loader_common_lightning_adap
         f"{adapt}: the first epoch used the loader built before fit started ({data.built} built)"
 
 
+def test_lightnings_loggers_log_at_the_step_common_lightning_adapter_sets(tmp_path):
+    import csv
+
+    import lightning as L
+    from lightning.pytorch.loggers import CSVLogger
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from seqbench.common.lightning_adapter import set_logging_step
+
+    adapt = (f"lightning {L.__version__}: adapt seqbench.common.lightning_adapter.set_logging_step, the one function "
+             f"that sets the step Lightning logs at (ResumeState corrects it after a restart at an epoch's end)")
+
+    class Model(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(1, 1)
+
+        def training_step(self, batch, batch_idx):
+            loss = self.layer(batch[0]).sum()
+            self.log("loss", loss)
+            return loss
+
+        def on_train_epoch_start(self):
+            if self.current_epoch == 1:
+                set_logging_step(self.trainer, 100)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    logger = CSVLogger(tmp_path, name="", version="")
+    trainer = L.Trainer(max_epochs=2, accelerator="cpu", devices=1, logger=logger, log_every_n_steps=1,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                        default_root_dir=tmp_path)
+    trainer.fit(Model(), DataLoader(TensorDataset(torch.ones(4, 1)), batch_size=2))
+    with open(Path(logger.log_dir) / "metrics.csv", newline="") as f:
+        steps = [int(row["step"]) for row in csv.DictReader(f) if row.get("loss")]
+    assert steps == [0, 1, 100, 101], f"{adapt}: logged at steps {steps}"
+
+
 @pytest.fixture
 def offline_wandb(wandb_env, tmp_path):
     """W&B offline, on a machine without its credentials or settings (an empty home), writing under tmp_path."""

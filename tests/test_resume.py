@@ -46,6 +46,17 @@ class SignalAt(L.Callback):
             os.kill(os.getpid(), self.signum)
 
 
+class CrashAt(L.Callback):
+    """Raises after update `step`: a run killed there (SIGKILL, a lost node) saves nothing (test-only)."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if trainer.global_step == self.step:
+            raise RuntimeError(f"killed after update {self.step}")
+
+
 def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
     return torch.load(RunDir(run_dir).last_checkpoint, map_location="cpu", weights_only=True)["state_dict"]
 
@@ -137,6 +148,25 @@ def test_sigint_during_testing_records_it_and_the_rerun_gives_the_same_results(t
     assert _losses(run_dir) == _losses(uninterrupted), "metrics.csv keeps the rows logged before the rerun"
 
 
+def test_a_run_stopped_again_after_resuming_resumes_from_its_newest_checkpoint(tmp_path, uninterrupted):
+    """SIGTERM at update 5 saves last.ckpt; the resumed run validates and checkpoints at update 7 (its epoch's end)
+    and is killed at update 12, saving nothing: the rerun continues from update 7 into last.ckpt (ModelCheckpoint had
+    written last-v1.ckpt beside the one saved at the SIGTERM), and from a checkpoint taken at an epoch's end ends as
+    the uninterrupted run, every update's metrics.csv row at its update (the restart made another loader iterator,
+    which drew from the dropout stream, gave the sampler the next epoch, and logged one update late)."""
+    run_dir = tmp_path / "run"
+    with pytest.raises(Interrupted):
+        train_in_process(run_dir, [*RESUMABLE, "+callbacks.cut._target_=test_resume.SignalAt", "+callbacks.cut.step=5"])
+    with pytest.raises(RuntimeError, match="killed after update 12"):
+        train_in_process(run_dir, [*RESUMABLE, "+callbacks.cut._target_=test_resume.CrashAt", "+callbacks.cut.step=12"])
+    checkpoints = RunDir(run_dir).checkpoints
+    assert sorted(p.name for p in checkpoints.glob("last*")) == ["last.ckpt"]
+    assert torch.load(RunDir(run_dir).last_checkpoint, map_location="cpu", weights_only=True)["global_step"] == 7
+    train_in_process(run_dir, RESUMABLE)
+    _assert_same_run(run_dir, uninterrupted)
+    assert _losses(run_dir) == _losses(uninterrupted)
+
+
 def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(tmp_path):
     """lr 1e30 makes the loss non-finite within a few updates; every update is validated and checkpointed, so
     last.ckpt holds the last finite weights, from the update before the bad one, which is never applied."""
@@ -188,7 +218,7 @@ def test_sigterm_mid_epoch_exits_nonzero_and_a_fresh_process_resumes_exactly(tmp
     assert record["resume_checkpoint"] == "checkpoints/last.ckpt" and record["run_dir"] == "."  # relative to it
     saved = torch.load(RunDir(run_dir).last_checkpoint, map_location="cpu", weights_only=True)
     state = next(v for k, v in saved["callbacks"].items() if k.startswith("ResumeState"))
-    assert saved["global_step"] == 10 and state["batches_done"] > 0 and not state["epoch_finished"], "cut mid-epoch"
+    assert saved["global_step"] == 10 and 0 < state["batches_done"] < 7, "cut mid-epoch"
 
     resumed = train_subprocess(tmp_path, *RESUMABLE, loggers, env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]

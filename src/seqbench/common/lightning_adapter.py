@@ -6,6 +6,9 @@ goes through the public API (the CSV logger's resume, for one, calls only its ex
 
 - The fit loop's train loader (`drop_built_train_loader`): Lightning has no public way to make the fit loop build its
   train loader again once built; seqbench.training.callbacks.ResumeState needs that on resuming mid-epoch.
+- The step loggers are given (`set_logging_step`): Lightning logs at its count of batches that stepped, not at
+  `global_step`, and counts one too many when a run resumes from a checkpoint taken at an epoch's end; ResumeState
+  puts it back.
 - The state of Lightning's WandbLogger (`wandb_init_args`, `set_wandb_run_id`, `wandb_run`, `set_wandb_run`,
   `reattaches_wandb_run`): seqbench.loggers.wandb_logger.WandbLogger subclasses it to start the W&B run itself (with a
   timeout and its own mode rules) and to continue an earlier run, for which Lightning offers only constructor
@@ -24,6 +27,11 @@ def drop_built_train_loader(trainer) -> None:
     epoch starts: clears the fit loop's `_combined_loader`."""
     if getattr(trainer.fit_loop, "_combined_loader", None) is not None:
         trainer.fit_loop._combined_loader = None
+
+
+def set_logging_step(trainer, step: int) -> None:
+    """Makes the step Lightning hands loggers (the training epoch loop's `_batches_that_stepped`) `step` from now on."""
+    trainer.fit_loop.epoch_loop._batches_that_stepped = step
 
 
 def wandb_init_args(logger) -> dict[str, Any]:

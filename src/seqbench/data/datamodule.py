@@ -12,6 +12,7 @@ from typing import Iterator
 
 import lightning as L
 import numpy as np
+import torch
 from torch.utils.data import DataLoader
 
 from seqbench.common.breakdowns import CorpusScoring
@@ -164,7 +165,11 @@ class Seq2SeqDataModule(L.LightningDataModule):
         if resumable and self._train_resume is not None:  # the training loader of a run resumed mid-epoch
             sampler.resume(*self._train_resume)
             self._train_resume = None
-        return DataLoader(data, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers)
+        # Its own generator: otherwise every iterator Lightning makes draws its worker seed from torch's global one,
+        # the dropout stream, and a resumed run (whose restart makes an iterator the uninterrupted run did not) or a
+        # change of validation frequency would train on other dropout masks. The batch order is the sampler's.
+        return DataLoader(data, batch_sampler=sampler, collate_fn=collate, num_workers=self.num_workers,
+                          generator=torch.Generator().manual_seed(self.seed))
 
     def longest(self) -> dict[str, tuple[int, int]]:
         """Per split, tokens of the longest source and of the longest target + 1 (<bos> y / y <eos>): the lengths

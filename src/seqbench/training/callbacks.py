@@ -18,7 +18,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from lightning.pytorch.utilities.model_summary import get_human_readable_count
 
 from seqbench.common.io import atomic_torch_save
-from seqbench.common.lightning_adapter import drop_built_train_loader
+from seqbench.common.lightning_adapter import drop_built_train_loader, set_logging_step
 from seqbench.common.tokens import PAD_ID
 from seqbench.measure.speed import clock
 from seqbench.scoring.evaluation import LENGTH_METRIC
@@ -278,46 +278,63 @@ class ResumeState(L.Callback):
     def __init__(self, checkpoint_path: str):
         self.checkpoint_path = checkpoint_path
         self.epoch = self.batches_done = 0
-        self.epoch_finished = False
         self._rng_to_restore: dict | None = None
+        self._resumed = False  # until the first epoch started after resuming
 
     def state_dict(self) -> dict:
-        return {"epoch": self.epoch, "batches_done": self.batches_done, "epoch_finished": self.epoch_finished,
-                "rng": _rng_states()}
+        return {"epoch": self.epoch, "batches_done": self.batches_done, "rng": _rng_states()}
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.epoch, self.batches_done = state_dict["epoch"], state_dict["batches_done"]
-        self.epoch_finished = state_dict["epoch_finished"]
         self._rng_to_restore = state_dict["rng"]
 
     def on_fit_start(self, trainer, pl_module):
         if self._rng_to_restore is None:
             return
+        self._resumed = True
+        self._replace_last_checkpoint_when_saving(trainer)
         resume = getattr(trainer.datamodule, "resume_training_at", None)
         if resume is not None:
             resume(self.epoch, self.batches_done)
             # A train loader Lightning built already (trainer.estimated_stepping_batches builds it and its iterator)
             # holds the epoch's start: drop it, so the fit loop builds the resumed one.
             drop_built_train_loader(trainer)
-        if self.epoch_finished:
-            # The next epoch's DataLoader iterator, created after this hook, draws its seed from the torch generator,
-            # as the uninterrupted run's did after the checkpoint.
-            _set_rng_states(self._rng_to_restore)
-            self._rng_to_restore = None
+
+    def _replace_last_checkpoint_when_saving(self, trainer) -> None:
+        """A resumed run's next last checkpoint replaces `checkpoint_path`, the one a later rerun resumes from.
+
+        ModelCheckpoint overwrites last.ckpt only when its restored state says it wrote that file: one saved here
+        at a SIGTERM (or in a run directory since moved) does not, and it wrote last-v1.ckpt, ... beside it instead,
+        so a resumed run killed again resumed from the first stop, every update since lost."""
+        for callback in trainer.checkpoint_callbacks:
+            last = callback.format_checkpoint_name({}, callback.CHECKPOINT_NAME_LAST)
+            if callback.save_last and Path(last) == Path(self.checkpoint_path):
+                callback.last_model_path = self.checkpoint_path
 
     def on_train_start(self, trainer, pl_module):
-        # Resumed mid-epoch: the epoch's iterator (made above, before this hook) drew its seed when the uninterrupted
-        # run began the epoch, which the saved state already includes.
+        # The last hook before the first resumed update; nothing since the checkpoint drew from these generators in
+        # the uninterrupted run, and loaders draw from their own (Seq2SeqDataModule), however many Lightning makes.
         if self._rng_to_restore is not None:
             _set_rng_states(self._rng_to_restore)
             self._rng_to_restore = None
 
     def on_train_epoch_start(self, trainer, pl_module):
-        self.epoch, self.batches_done, self.epoch_finished = trainer.current_epoch, 0, False
+        if self._resumed and pl_module.automatic_optimization:
+            # A restart from a checkpoint taken at an epoch's end (ModelCheckpoint saves in on_train_epoch_end) runs
+            # that epoch's end again, and Lightning counts one more update for loggers there: every later row of
+            # metrics.csv was one update late. With automatic optimization that count is the update count.
+            set_logging_step(trainer, trainer.global_step)
+        self._resumed = False
+        self.epoch, self.batches_done = trainer.current_epoch, 0
+        # Lightning gives samplers its count of epochs processed, which a run resumed from a checkpoint taken at an
+        # epoch's end (ModelCheckpoint saves in on_train_epoch_end) counts twice: without this every later epoch
+        # drew the next epoch's batch order. The epoch's iterator is made after this hook.
+        batch_sampler = getattr(trainer.train_dataloader, "batch_sampler", None)
+        if hasattr(batch_sampler, "set_epoch"):
+            batch_sampler.set_epoch(trainer.current_epoch)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         self.batches_done += 1
-        self.epoch_finished = self.batches_done >= trainer.num_training_batches
 
     def on_exception(self, trainer, pl_module, exception):
         # Lightning raises SIGTERMException at a batch boundary: the state is consistent there, and only there
