@@ -60,3 +60,23 @@ def test_a_minus_30_run_is_its_minus_50_run_but_for_the_training_lengths(model, 
     assert differ <= MAY_DIFFER, sorted(differ - MAY_DIFFER)
     assert (a["data.train_max_len"], b["data.train_max_len"]) == (50, 30)
     assert b["compare.label"] == f"{FAMILIES[model]}-30"
+
+
+THIRTY = ROOT / "docs" / "results" / "rnn_vs_attention_faithful_30"
+
+
+@pytest.mark.parametrize("record", sorted(THIRTY.glob("*/*/config.yaml")), ids=lambda p: f"{p.parent.parent.name}/"
+                         f"{p.parent.name}")
+def test_each_committed_minus_30_run_ran_its_minus_50_runs_config_but_for_the_training_lengths(record):
+    """What the runs recorded, not only what the configs compose to: the committed -30 run of a family and seed and
+    the search's committed run of the same family, chosen configuration and seed differ only in MAY_DIFFER."""
+    thirty = dotted_leaves(yaml.safe_load(record.read_text()))
+    family, seed = record.parent.parent.name, thirty["seed"]
+    config = halving.load(SEARCH)
+    finalist = _finalist(family)
+    stage = "search" if seed == config["constants"]["seed"] else "confirm"
+    job = halving.Job(family, stage, finalist["index"], config["rungs"][-1], seed)
+    fifty = dotted_leaves(yaml.safe_load((job.run_dir(RECORDS) / "config.yaml").read_text()))
+    differ = {key for key in fifty.keys() | thirty.keys() if fifty.get(key) != thirty.get(key)}
+    assert differ <= MAY_DIFFER, sorted(differ - MAY_DIFFER)
+    assert (fifty["data.train_max_len"], thirty["data.train_max_len"]) == (50, 30)
