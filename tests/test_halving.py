@@ -259,6 +259,7 @@ def test_a_promoted_job_continues_its_run_to_the_uninterrupted_result(tmp_path, 
     assert "Restored all states from the checkpoint" in caplog.text  # it continued, and did not start again
     whole = train_in_process(tmp_path / "whole", [*common, "trainer.max_steps=8"])
     assert promoted["train"]["steps"] == whole["train"]["steps"] == 8
+    assert (promoted["train"]["resumed_at"], whole["train"]["resumed_at"]) == ([4], [])  # the record says so
     assert [p["nll"] for p in promoted["curve"]] == [p["nll"] for p in whole["curve"]]
     assert promoted["valid"]["bleu"] == whole["valid"]["bleu"]
 

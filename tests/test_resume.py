@@ -162,9 +162,10 @@ def test_a_run_stopped_again_after_resuming_resumes_from_its_newest_checkpoint(t
     checkpoints = RunDir(run_dir).checkpoints
     assert sorted(p.name for p in checkpoints.glob("last*")) == ["last.ckpt"]
     assert torch.load(RunDir(run_dir).last_checkpoint, map_location="cpu", weights_only=True)["global_step"] == 7
-    train_in_process(run_dir, RESUMABLE)
+    record = train_in_process(run_dir, RESUMABLE)
     _assert_same_run(run_dir, uninterrupted)
     assert _losses(run_dir) == _losses(uninterrupted)
+    assert record["train"]["resumed_at"] == [5, 7] and read_results(uninterrupted)["train"]["resumed_at"] == []
 
 
 def test_nan_loss_stops_naming_the_update_and_keeps_the_last_good_checkpoint(tmp_path):

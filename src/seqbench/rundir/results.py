@@ -57,6 +57,8 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                    training data, fractional when training stopped mid-epoch), "max_steps" (the update budget;
                    -1: none), "stopped_by" (what ended training: "max_steps", "early_stopping", "max_epochs" or
                    "max_time", the wall-clock guard, which the report flags; null with train=false),
+                   "resumed_at" (the updates training was resumed at from a checkpoint, by a rerun after a stop or
+                   a search's promotion; [] when it ran in one go; absent in records older than it),
                    "best_checkpoint"}
   curve            [{"step", "bleu", "nll", "tokens_seen", "train_seconds", "train_flops", "bleu_by_length"}]:
                    every validation during training (the val/* metrics; "bleu", decoded with module.val_beam_size,

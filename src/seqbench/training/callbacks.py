@@ -278,14 +278,17 @@ class ResumeState(L.Callback):
     def __init__(self, checkpoint_path: str):
         self.checkpoint_path = checkpoint_path
         self.epoch = self.batches_done = 0
+        self.resumed_at: list[int] = []  # the updates this training was resumed at, over all its processes
         self._rng_to_restore: dict | None = None
         self._resumed = False  # until the first epoch started after resuming
 
     def state_dict(self) -> dict:
-        return {"epoch": self.epoch, "batches_done": self.batches_done, "rng": _rng_states()}
+        return {"epoch": self.epoch, "batches_done": self.batches_done, "resumed_at": list(self.resumed_at),
+                "rng": _rng_states()}
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.epoch, self.batches_done = state_dict["epoch"], state_dict["batches_done"]
+        self.resumed_at = list(state_dict.get("resumed_at", []))  # absent from checkpoints older than it
         self._rng_to_restore = state_dict["rng"]
 
     def on_fit_start(self, trainer, pl_module):
@@ -317,6 +320,8 @@ class ResumeState(L.Callback):
         if self._rng_to_restore is not None:
             _set_rng_states(self._rng_to_restore)
             self._rng_to_restore = None
+        if self._resumed:
+            self.resumed_at.append(trainer.global_step)  # restored by now (it is not yet in on_fit_start)
 
     def on_train_epoch_start(self, trainer, pl_module):
         if self._resumed and pl_module.automatic_optimization:

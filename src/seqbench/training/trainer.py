@@ -9,7 +9,7 @@ from omegaconf import DictConfig
 
 from seqbench.loggers.csv_logger import ResumableCSVLogger
 from seqbench.loggers.wandb_logger import WandbLogger
-from seqbench.training.callbacks import AtomicCheckpointIO
+from seqbench.training.callbacks import AtomicCheckpointIO, ResumeState
 from seqbench.training.measurements import Recorders
 
 
@@ -45,6 +45,13 @@ def stopped_by(trainer) -> str:
     if remaining is not None and remaining <= 0:
         return "max_time"
     return "max_epochs"
+
+
+def resumed_at(trainer) -> list[int]:
+    """The updates at which this training was resumed from a checkpoint (by a rerun or a promoted search job), in
+    order; empty for a run trained in one go."""
+    state = next((c for c in trainer.callbacks if isinstance(c, ResumeState)), None)
+    return list(state.resumed_at) if state is not None else []
 
 
 def epochs_trained(trainer) -> float | None:
