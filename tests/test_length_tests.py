@@ -163,3 +163,11 @@ def test_a_search_and_runs_trained_from_its_recipes_share_one_table(tmp_path):
     assert "| att-30 | 3 |" in block and "| enc | 3 |" in block
     assert ("Commands and records: `s`: `seqbench sweep s/sweep.yaml --out s --seed 0` (each run's command.txt); "
             "`m`: `python train.py -m experiment=pair_30`") in block
+    # the search's models named as the -50 models: {family} in a LABEL=DIR label, in the table and the footer's command
+    labelled = render("<!-- headline: {family}-50=s m -->\n<!-- /headline -->", tmp_path)
+    assert "| att-50 | 3 |" in labelled and "| enc-50 | 3 |" in labelled and "| att-30 | 3 |" in labelled
+    assert "`s`: `seqbench sweep s/sweep.yaml --out s --seed 0`" in labelled
+    with pytest.raises(InputError, match=r"put \{family\} in it"):
+        runs_of([f"fifty={tmp_path / 's'}"])
+    with pytest.raises(InputError, match="is not a search's directory"):
+        runs_of([f"{{family}}-30={tmp_path / 'm'}"])

@@ -8,7 +8,7 @@ from pathlib import Path
 from seqbench.common.errors import InputError
 from seqbench.common.io import read_lines
 from seqbench.common.text import DEFAULT_LENGTH_EDGES
-from seqbench.rundir.reader import Run, load_runs
+from seqbench.rundir.reader import Run, load_runs, named_path
 from seqbench.scoring.evaluation import Evaluator
 
 
@@ -34,10 +34,14 @@ def is_search_dir(path: str | Path) -> bool:
         "search") == "successive_halving"
 
 
-def search_groups(search_dir: str | Path) -> dict[str, list[Run]]:
+def search_groups(search_dir: str | Path, label: str = "{family}") -> dict[str, list[Run]]:
     """A search's result as models and seeds: per family, the runs of the recipe it chose (the search's own run at the
-    last rung and the confirmation's seeds), {family: runs by seed}, best mean test BLEU first. Only families whose
-    confirmation is complete: a family still searching has no recipe to show."""
+    last rung and the confirmation's seeds), {label: runs by seed}, best mean test BLEU first; `label` names each
+    family's model ("{family}-50": rnnenc-50, ...). Only families whose confirmation is complete: a family still
+    searching has no recipe to show."""
+    if "{family}" not in label:
+        raise InputError(f"{label}={search_dir}: a search's label names each of its families: put {{family}} in it, "
+                         f"e.g. {{family}}-50={search_dir}")
     search_dir = Path(search_dir)
     summary = json.loads((search_dir / "summary.json").read_text(encoding="utf-8"))
     jobs = {job["key"]: job for job in summary["jobs"]}
@@ -49,7 +53,8 @@ def search_groups(search_dir: str | Path) -> dict[str, list[Run]]:
             continue
         index = state["chosen"]["index"]
         keys = [f"{family}/{'search' if s == own else 'confirm'}/{index}/{last}/{s}" for s in seeds]
-        runs += [run for key in keys for run in load_runs([f"{family}={search_dir / jobs[key]['run_dir']}"])]
+        name = label.replace("{family}", family)
+        runs += [run for key in keys for run in load_runs([f"{name}={search_dir / jobs[key]['run_dir']}"])]
     if not runs:
         raise InputError(f"{search_dir}: no family's search has chosen its recipe yet (see its summary.md)")
     return group_by_label(runs)
@@ -57,12 +62,19 @@ def search_groups(search_dir: str | Path) -> dict[str, list[Run]]:
 
 def runs_of(paths: list[str | Path]) -> list[Run]:
     """The completed runs a report or headline compares: those under each path or, for a successive-halving search's
-    directory, its families' chosen recipes over their seeds (`search_groups`), labelled by family; so a search's
-    models can share a table with runs trained from its recipes (another data limit, say)."""
+    directory, its families' chosen recipes over their seeds (`search_groups`), labelled by family (`LABEL=DIR` with
+    {family} in LABEL names them otherwise); so a search's models can share a table with runs trained from its
+    recipes (another data limit, say)."""
     runs = []
     for path in paths:
-        runs += ([run for members in search_groups(path).values() for run in members] if is_search_dir(path)
-                 else load_runs([path]))
+        label, directory = named_path(path)
+        if is_search_dir(directory):
+            runs += [run for members in search_groups(directory, label or "{family}").values() for run in members]
+        elif label and "{family}" in label:
+            raise InputError(f"{path}: {{family}} names a search's families, and {directory} is not a search's "
+                             f"directory (no summary.json of `seqbench sweep SEARCH.yaml`)")
+        else:
+            runs += load_runs([path])
     return list({run.path: run for run in runs}.values())
 
 

@@ -161,8 +161,10 @@ def _commands(directories: list[str | Path], shown: list[str]) -> str:
     (command.txt) where every run has one (runs of a preset with overrides), else the preset's multirun."""
     parts = []
     for directory, name in zip(directories, shown):
+        directory = named_path(directory)[1]
         if is_search_dir(directory):
-            seed = json.loads((Path(directory) / "summary.json").read_text(encoding="utf-8"))["seed"]
+            name = named_path(name)[1].as_posix()
+            seed = json.loads((directory / "summary.json").read_text(encoding="utf-8"))["seed"]
             parts.append(f"`{name}`: `seqbench sweep {name}/sweep.yaml --out {name} --seed {seed}` (each run's "
                          "command.txt)")
             continue

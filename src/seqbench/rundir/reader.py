@@ -129,7 +129,7 @@ def find_results(paths: Iterable[str | Path]) -> list[Path]:
 
 
 # `LABEL=DIR`: the runs under DIR compared as the model LABEL (two recipes of one model recorded under one label, say)
-NAMED_PATH = re.compile(r"(?P<label>[A-Za-z][\w.+-]*)=(?P<path>.+)")
+NAMED_PATH = re.compile(r"(?P<label>(?:[A-Za-z]|\{family\})[\w.+{}-]*)=(?P<path>.+)")  # {family}: a search's
 
 
 def named_path(text: str | Path) -> tuple[str | None, Path]:
