@@ -69,6 +69,21 @@ def test_the_slope_test_is_compare_seeds_on_the_per_seed_slopes():
     assert test["holm_p"] == test["permutation_p"]  # one pair: nothing to correct across
 
 
+def test_a_pair_trained_on_different_lengths_has_its_slopes_fitted_on_the_lengths_both_trained_on():
+    """A -30 model's slope over 1-30 words against a -50's over 1-50 words differs by the range alone when BLEU falls
+    along a curve: two models with the same curve would differ. Both are fitted within 30 words instead."""
+    curve = [100 - 0.02 * ((lo + (hi or lo + 9)) / 2) ** 2 for lo, hi in EDGES]  # the same falling curve for both
+    groups = {}
+    for label, limit in (("m-30", 30), ("m-50", 50)):
+        groups[label] = [run_with([b + 0.1 * seed for b in curve], seed, label) for seed in (1, 2, 3)]
+        for run in groups[label]:
+            run.results["config"] = {"data": {"train_max_len": limit}}
+    assert length_slope(groups["m-30"][0]) != pytest.approx(length_slope(groups["m-50"][0]), abs=1)  # own ranges
+    test = slope_significance(groups)[("m-30", "m-50")]
+    assert test["within"] == 30 and test["slopes"][0] == pytest.approx(test["slopes"][1])
+    assert test["difference"] == pytest.approx(0, abs=1e-9)
+
+
 def test_the_slope_test_rejects_at_its_level_under_the_null():
     """Two models with the same expected slope, 5 seeds each: the permutation p is below 0.05 about 5% of the time
     (exact test: at most 5% in expectation), over 300 simulated comparisons."""

@@ -120,13 +120,13 @@ def trained_length(run: Run) -> int | None:
     return ((run.results.get("config") or {}).get("data") or {}).get("train_max_len")
 
 
-def length_slope(run: Run, split: str = "test") -> float | None:
+def length_slope(run: Run, split: str = "test", within: int | None = None) -> float | None:
     """How fast a run's BLEU falls with source length on the lengths it trained on: the least-squares slope
     (scipy.stats.linregress) of its bucket BLEU over the bucket midpoints, in BLEU per 10 words, over the closed
-    buckets that lie within data.train_max_len. Past it the slope would mix in length extrapolation, a different
-    question, which the per-bucket tests answer (bucket_significance); an open last bucket (61+) has no midpoint.
-    None with fewer than three such buckets."""
-    limit = trained_length(run)
+    buckets that lie within data.train_max_len (and within `within` words, when given). Past it the slope would mix
+    in length extrapolation, a different question, which the per-bucket tests answer (bucket_significance); an open
+    last bucket (61+) has no midpoint. None with fewer than three such buckets."""
+    limit = min((n for n in (trained_length(run), within) if n is not None), default=None)
     points = [((b["min_words"] + b["max_words"]) / 2, b["bleu"]) for b in BY_LENGTH.entries(run, split)
               if b.get("max_words") is not None and b.get("bleu") is not None
               and (limit is None or b["max_words"] <= limit)]
@@ -138,14 +138,20 @@ def length_slope(run: Run, split: str = "test") -> float | None:
 
 def slope_significance(groups: dict[str, list[Run]], split: str = "test") -> dict:
     """Every two models' length slopes (`length_slope`, one per seed) compared over seeds, Holm-corrected across the
-    pairs: {(label_a, label_b): {SeedTest's fields, "holm_p", "slopes": (A's per seed, B's per seed)}}. The claim of
-    Bahdanau et al.'s Fig. 2 is this one: that one model's BLEU falls faster with length than the other's."""
+    pairs: {(label_a, label_b): {SeedTest's fields, "holm_p", "slopes": (A's per seed, B's per seed), "within": the
+    longest words both trained on, or None}}. Both slopes of a pair are fitted on the same buckets, those within both
+    models' training lengths: a -30 model's slope over 1-30 words against a -50's over 1-50 would differ by the range
+    alone wherever BLEU does not fall in a straight line. The claim of Bahdanau et al.'s Fig. 2 is this one: that one
+    model's BLEU falls faster with length than the other's."""
     tests = {}
     for label_a, label_b in combinations(groups, 2):
-        slopes = [[v for r in groups[label] if (v := length_slope(r, split)) is not None]
+        limits = [n for label in (label_a, label_b) for r in groups[label] if (n := trained_length(r)) is not None]
+        within = min(limits, default=None)
+        slopes = [[v for r in groups[label] if (v := length_slope(r, split, within)) is not None]
                   for label in (label_a, label_b)]
         if min(map(len, slopes)) >= 2:
-            tests[(label_a, label_b)] = {**compare_seeds(*slopes)._asdict(), "slopes": tuple(slopes)}
+            tests[(label_a, label_b)] = {**compare_seeds(*slopes)._asdict(), "slopes": tuple(slopes),
+                                         "within": within}
     return with_holm(tests)
 
 

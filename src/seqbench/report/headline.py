@@ -142,7 +142,8 @@ def _length_tests(groups: dict) -> list[str]:
     buckets = [b["bucket"] for b in BY_LENGTH.entries(next(iter(groups.values()))[0], "test")]
     slopes = slope_significance(groups, "test")
     per_model = {label: spread([length_slope(r) for r in members]) for label, members in groups.items()}
-    rows = [[f"{a} − {b}", " / ".join(f"{v:.2f}" for v in test["slopes"][0]),
+    rows = [[f"{a} − {b}", "all" if test["within"] is None else f"1-{test['within']}",
+             " / ".join(f"{v:.2f}" for v in test["slopes"][0]),
              " / ".join(f"{v:.2f}" for v in test["slopes"][1]), difference_text(test), holm_text(test)]
             for (a, b), test in slopes.items()]
     return ["", "The same, each pair per bucket: the difference of seed means (first minus second) with Welch's 95% "
@@ -151,8 +152,9 @@ def _length_tests(groups: dict) -> list[str]:
             "The slope of BLEU over source length (BLEU per 10 words, least squares over each run's closed buckets "
             "at their midpoints, those within the lengths it trained on (data.train_max_len); "
             + ", ".join(f"{label} {cell(stat, 2)}" for label, stat in per_model.items())
-            + "), compared over seeds (Holm across the pairs):", "",
-            markdown_rows(["pair", "slopes of the first (per seed)", "slopes of the second (per seed)",
+            + "), compared over seeds, each pair's slopes fitted on the buckets within both models' training "
+              "lengths (Holm across the pairs):", "",
+            markdown_rows(["pair", "words fitted", "slopes of the first (per seed)", "slopes of the second (per seed)",
                            "Δ slope [Welch 95% CI]", "p over seeds (Holm; floor)"], rows)]
 
 
