@@ -128,8 +128,9 @@ def find_results(paths: Iterable[str | Path]) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in found))
 
 
-# `LABEL=DIR`: the runs under DIR compared as the model LABEL (two recipes of one model recorded under one label, say)
-NAMED_PATH = re.compile(r"(?P<label>(?:[A-Za-z]|\{family\})[\w.+{}-]*)=(?P<path>.+)")  # {family}: a search's
+# `LABEL=DIR`: the runs under DIR compared as the model LABEL (two recipes of one model recorded under one label, say);
+# for a search's directory, {family} in LABEL stands for each family's name (seqbench.analysis.runs.search_groups)
+NAMED_PATH = re.compile(r"(?P<label>(?:[A-Za-z]|\{family\})[\w.+{}-]*)=(?P<path>.+)")
 
 
 def named_path(text: str | Path) -> tuple[str | None, Path]:
