@@ -32,7 +32,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("runs", nargs="*", help="run or multirun directories (results.json found recursively; "
                                                 "LABEL=DIR compares DIR's runs as the model LABEL, e.g. two recipes "
                                                 "of one model), one sweep directory of `seqbench sweep`, or several "
-                                                "(recipe searches side by side)")
+                                                "(recipe searches side by side); a search's directory as "
+                                                "'{family}-50=DIR' names each family's model (rnnenc-50, ...)")
     parser.add_argument("--out", help="output directory (default: report/ inside the first directory, else ./report)")
     parser.add_argument("--split", default="test", choices=["test", "valid"], help="split of the table and plots")
     parser.add_argument("--bootstrap", type=int, default=1000, help="paired bootstrap resamples")
