@@ -47,7 +47,7 @@ def stopped_by(trainer) -> str:
     return "max_epochs"
 
 
-def resumed_at(trainer) -> list[int]:
+def resumed_updates(trainer) -> list[int]:
     """The updates at which this training was resumed from a checkpoint (by a rerun or a promoted search job), in
     order; empty for a run trained in one go."""
     state = next((c for c in trainer.callbacks if isinstance(c, ResumeState)), None)
