@@ -17,9 +17,12 @@ mb = int(sys.argv[1])
 block = bytearray(mb * 2**20)  # touched: resident
 for i in range(0, len(block), 4096):
     block[i] = 1
-if len(sys.argv) > 2:  # a "rank": a child with LOCAL_RANK, holding more, and a helper of rank 0 holding little
+if len(sys.argv) > 2:  # a "rank": a child with LOCAL_RANK holding sys.argv[3] MB, and a helper of rank 0 holding little
     env = {**os.environ, "LOCAL_RANK": "1"}
-    child = subprocess.Popen([sys.executable, "-c", sys.argv[2], str(2 * mb)], env=env)
+    # between fork and exec the child runs with this process's environment (no LOCAL_RANK) and memory: held there
+    # for 0.3 s, every poll in that window sees it so
+    child = subprocess.Popen([sys.executable, "-c", sys.argv[2], sys.argv[3]], env=env,
+                             preexec_fn=lambda: time.sleep(0.3))
     subprocess.run(["sleep", "0.5"], env={**os.environ, "LOCAL_RANK": "0"})
     child.wait()
 time.sleep(0.5)
@@ -35,12 +38,15 @@ time.sleep(0.8)
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmHWM from /proc")
-def test_peak_memory_is_measured_per_rank():
-    result = run_watched([sys.executable, "-c", ALLOCATE, "150", HOLD])
+@pytest.mark.parametrize("launcher_mb, rank_mb", [(150, 300), (300, 100)])
+def test_peak_memory_is_measured_per_rank(launcher_mb, rank_mb):
+    """Each rank's own peak: the launcher's block (and Python), not its small helper's; the child's once it runs its
+    own program, not the launcher's memory it shared between fork and exec."""
+    result = run_watched([sys.executable, "-c", ALLOCATE, str(launcher_mb), HOLD, str(rank_mb)])
     assert result["returncode"] == 0 and set(result["peak_rss_mb"]) == {"0", "1"}
     peaks = result["peak_rss_mb"]
-    assert 150 < peaks["0"] < 150 + 80  # the launcher's block (and Python), not its small helper's
-    assert 300 < peaks["1"] < 300 + 80
+    assert launcher_mb < peaks["0"] < launcher_mb + 80
+    assert rank_mb < peaks["1"] < rank_mb + 80
 
 
 def _record(tmp_path: Path) -> Path:

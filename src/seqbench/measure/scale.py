@@ -56,21 +56,25 @@ def run_watched(command: list[str], env: dict | None = None, log: Path | None = 
         process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
     root = psutil.Process(process.pid)
     peaks: dict[int, float] = {}
-    ranks: dict[int, str] = {process.pid: "0"}
+    ranks: dict[int, str] = {}
+    images: dict[int, tuple] = {}  # what each process runs: a child seen between fork and exec is its parent's image
     while process.poll() is None:
         try:
             family = [root, *root.children(recursive=True)]
         except psutil.NoSuchProcess:
             family = []
         for member in family:
+            try:
+                image = (member.environ().get("LOCAL_RANK", ""), tuple(member.cmdline()))
+            except psutil.Error:
+                continue
+            if images.get(member.pid) != image:  # (re)started as a new program: its rank and peak start afresh
+                images[member.pid] = image
+                ranks[member.pid] = "0" if member.pid == process.pid else image[0]
+                peaks.pop(member.pid, None)
             peak = _hwm_mb(member)
             if peak is not None:
                 peaks[member.pid] = max(peaks.get(member.pid, 0.0), peak)
-                if member.pid not in ranks:
-                    try:
-                        ranks[member.pid] = member.environ().get("LOCAL_RANK", "")
-                    except psutil.Error:
-                        ranks[member.pid] = ""
         time.sleep(0.1)
     by_rank: dict[str, float] = {}  # a rank's own helpers (git, lscpu) inherit its LOCAL_RANK: the largest counts
     for pid, mb in peaks.items():
