@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from seqbench.config.checks import validate
-from seqbench.sweep import halving, space
+from seqbench.sweep import halving, launcher, space
 from seqbench.sweep.spec import SweepError
 
 from conftest import ROOT, TINY, TINY_MODELS, compose_train, seqbench_cli, train_in_process
@@ -262,6 +262,52 @@ def test_a_promoted_job_continues_its_run_to_the_uninterrupted_result(tmp_path, 
     assert (promoted["train"]["resumed_at"], whole["train"]["resumed_at"]) == ([4], [])  # the record says so
     assert [p["nll"] for p in promoted["curve"]] == [p["nll"] for p in whole["curve"]]
     assert promoted["valid"]["bleu"] == whole["valid"]["bleu"]
+
+
+FULL_DISK_TRAIN = """
+import json, sys
+from pathlib import Path
+args = dict(a.split("=", 1) for a in sys.argv[1:])
+run_dir = Path(args["hydra.run.dir"])
+run_dir.mkdir(parents=True, exist_ok=True)
+if run_dir.name == "001" and Path(sys.argv[0]).with_name("full").exists():  # what train.py records on a full disk
+    error = f"{run_dir}/checkpoints/last.ckpt: cannot be written, no space left on its file system"
+    (run_dir / "results.json").write_text(json.dumps({"schema_version": 1, "status": "failed",
+                                                     "error": f"DiskFullError: {error}",
+                                                     "resume_checkpoint": "checkpoints/last.ckpt"}))
+    sys.exit(f"error: {error}")
+steps = int(args["trainer.max_steps"])
+bleu = float(args["optimizer.lr"]) * 1000 * steps
+(run_dir / "results.json").write_text(json.dumps({"schema_version": 1, "valid": {"bleu": bleu}, "parameters": 1,
+                                                 "seed": int(args["seed"]), "train": {"steps": steps}}))
+"""
+
+
+def test_a_trial_failed_by_a_full_disk_stops_the_search_unrecorded_and_the_same_command_resumes_it(tmp_path,
+                                                                                                   monkeypatch):
+    """A full disk is the machine's failure, not the configuration's: recorded as failed, the configuration would
+    score 0 for good. The search stops with one line naming the trial and the disk, records only what completed,
+    and, once there is room, the same command runs the trial again and ends as the uninterrupted search."""
+    monkeypatch.setattr(launcher, "POLL_SECONDS", 0.05)
+    program = tmp_path / "train.py"
+    program.write_text(FULL_DISK_TRAIN)
+    (tmp_path / "search.yaml").write_text(yaml.safe_dump({
+        "search": "successive_halving", "program": str(program), "configurations": 2, "rungs": [5, 10], "keep": 2,
+        "confirm": {"top": 1, "seeds": [1]}, "shared": {"optimizer.lr": {"values": [1e-3, 2e-3]}},
+        "families": {"a": {}}, "constants": {"seed": 1}}))
+    whole = halving.run_search(tmp_path / "search.yaml", tmp_path / "whole")
+    (tmp_path / "full").touch()
+    with pytest.raises(launcher.MachineFailure, match=r"^a/search/1/5/1: .*001/checkpoints/last.ckpt: cannot be "
+                       r"written, no space left.*the same command resumes it"):
+        halving.run_search(tmp_path / "search.yaml", tmp_path / "cut")
+    recorded = json.loads((tmp_path / "cut" / "summary.json").read_text())["jobs"]
+    assert [(j["key"], j["state"]) for j in recorded] == [("a/search/0/5/1", "complete")]
+
+    (tmp_path / "full").unlink()
+    cut = halving.run_search(tmp_path / "search.yaml", tmp_path / "cut")
+    jobs = lambda folder: [(j["key"], j["state"], j["metric"], j["updates"])  # noqa: E731
+                           for j in json.loads((folder / "summary.json").read_text())["jobs"]]
+    assert jobs(cut) == jobs(whole) and ("a/search/1/10/1", "complete", 20.0, 10) in jobs(whole)
 
 
 def test_count_is_refused_for_a_search_file(capsys):

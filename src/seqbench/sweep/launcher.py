@@ -6,7 +6,9 @@ process group with its output appended to stdout.log and stderr.log there (a res
 command.txt records the command without this machine's folders (seqbench.common.portable). Its engine stops it early
 through `should_stop` (a pruner) or, when the search is interrupted, through `stopping`; either way the training gets
 SIGTERM (train.py saves last.ckpt) and SIGKILL after KILL_DELAY, as `wandb agent` stops a run. When it ends, its
-results.json says how, and one line says so on stdout.
+results.json says how, and one line says so on stdout. A trial stopped by its machine rather than by its
+configuration (a full disk) is not a result: it stops the search unrecorded (MachineFailure), so the same command
+retries it, from its last.ckpt, once the cause is fixed.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from seqbench.common.errors import DiskFullError, InputError
 from seqbench.common.portable import recorded_command, relative
 from seqbench.rundir.layout import RunDir
 from seqbench.rundir.results import read_results
@@ -30,6 +33,11 @@ KILL_DELAY = 30.0   # seconds between SIGTERM and SIGKILL when a trial is stoppe
 
 class SweepStopped(Exception):
     """The search was interrupted while this trial ran: its training was stopped and it is left unrecorded."""
+
+
+class MachineFailure(InputError):
+    """A trial failed because of its machine, not its configuration: recording it as failed would score its
+    configuration 0 in the search for good. The search stops instead (one error line) and leaves it unrecorded."""
 
 
 @dataclass
@@ -77,6 +85,9 @@ def launch(name: str, command: list[str], run_dir: Path, sweep_dir: Path, env: d
         state, metric, results, error = "stopped", stopped_at, {}, None
     else:
         state, metric, results, error = _ended(proc.returncode, run_dir, updates)
+        if state == "failed" and (error or "").startswith(f"{DiskFullError.__name__}: "):
+            raise MachineFailure(f"{name}: {error.split(': ', 1)[1]}. The search stopped without recording this "
+                                 "trial: the same command resumes it (the trial from its last.ckpt)")
     outcome = Outcome(state, metric, results, seconds, relative(run_dir, sweep_dir), shown, error)
     print(f"{name}: {outcome.state}, val/bleu={'—' if outcome.metric is None else f'{outcome.metric:.2f}'} "
           f"({outcome.seconds:.0f} s)" + (f": {outcome.error}" if outcome.error else ""), flush=True)
