@@ -264,6 +264,34 @@ def test_a_promoted_job_continues_its_run_to_the_uninterrupted_result(tmp_path, 
     assert promoted["valid"]["bleu"] == whole["valid"]["bleu"]
 
 
+def test_a_full_disk_while_the_trial_list_is_written_names_it_and_leaves_the_previous_one_whole(tmp_path,
+                                                                                                  monkeypatch):
+    """summary.json is what a rerun resumes from: a write the disk cuts short (an OSError without a file name, as
+    write() raises it) is one line naming the file, and the file keeps its previous jobs."""
+    import errno
+    import pathlib
+
+    from seqbench.common.errors import DiskFullError
+
+    configurations = halving.family_configurations(TINY_SEARCH, 0)
+    running = {"parallel": 1, "threads_per_trial": None}
+    halving.write_summary(tmp_path, TINY_SEARCH, 0, configurations, _records(TINY_SEARCH, "a", {(0, 10): 1.0}), 1.0,
+                          running)
+    before = (tmp_path / "summary.json").read_text()
+    write_bytes = pathlib.Path.write_bytes
+
+    def full(path, data):
+        write_bytes(path, data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pathlib.Path, "write_bytes", full)
+    records = _records(TINY_SEARCH, "a", {(0, 10): 1.0, (1, 10): 2.0})
+    with pytest.raises(DiskFullError, match="summary.json: cannot be written, no space left"):
+        halving.write_summary(tmp_path, TINY_SEARCH, 0, configurations, records, 2.0, running)
+    assert (tmp_path / "summary.json").read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json", "summary.md"]  # no temporary left
+
+
 FULL_DISK_TRAIN = """
 import json, sys
 from pathlib import Path

@@ -40,6 +40,7 @@ import yaml
 from seqbench.analysis.seeds import spread
 from seqbench.analysis.tuning import expected_best
 from seqbench.common.errors import ConfigError
+from seqbench.common.io import atomic_write_text
 from seqbench.sweep import launcher, space
 from seqbench.sweep.spec import SweepError
 
@@ -262,7 +263,7 @@ def run_search(path: str | Path, out: str | Path, seed: int = 0, parallel: int =
     sweep_dir = Path(out)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     records, previous_seconds = recorded(sweep_dir, config, seed)
-    (sweep_dir / "sweep.yaml").write_text(Path(path).read_text(encoding="utf-8"), encoding="utf-8")
+    atomic_write_text(sweep_dir / "sweep.yaml", Path(path).read_text(encoding="utf-8"))
     configurations = family_configurations(config, seed)
     env, running_info = launcher.trial_environment(env, parallel)
     given = budget(config)
@@ -325,13 +326,13 @@ def write_summary(sweep_dir: Path, config: dict, seed: int, configurations: dict
                                                  if r.key.startswith(f"{family}/")),
                             "jobs": jobs}
         if state["chosen"] is not None:
-            (sweep_dir / "recipes").mkdir(exist_ok=True)
             params = configurations[family][state["chosen"]["index"]]
-            (sweep_dir / "recipes" / f"{family}.yaml").write_text(recipe_yaml(params), encoding="utf-8")
+            atomic_write_text(sweep_dir / "recipes" / f"{family}.yaml", recipe_yaml(params))
     summary = {"search": config, "seed": seed, "wall_seconds": round(seconds, 1), **running, "budget": budget(config),
                "families": families, "jobs": [asdict(r) for r in records.values()]}
-    (sweep_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    (sweep_dir / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
+    # the trial list a rerun resumes from: a write cut short (a full disk) must leave the previous one whole
+    atomic_write_text(sweep_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+    atomic_write_text(sweep_dir / "summary.md", summary_markdown(summary))
 
 
 def _spent(config: dict, record: Record) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from seqbench.common.errors import DiskFullError, InputError
+from seqbench.common.io import atomic_write_text
 from seqbench.common.portable import recorded_command, relative
 from seqbench.rundir.layout import RunDir
 from seqbench.rundir.results import read_results
@@ -75,7 +76,7 @@ def launch(name: str, command: list[str], run_dir: Path, sweep_dir: Path, env: d
     run_dir.mkdir(parents=True, exist_ok=True)
     args = [*command, f"hydra.run.dir={run_dir}"]
     shown = recorded_command(args, sweep_dir)
-    (run_dir / "command.txt").write_text(" ".join(shown) + "\n", encoding="utf-8")
+    atomic_write_text(run_dir / "command.txt", " ".join(shown) + "\n")
     started = time.perf_counter()
     with open(run_dir / "stdout.log", "ab") as out, open(run_dir / "stderr.log", "ab") as err:
         proc = subprocess.Popen(args, stdout=out, stderr=err, env=env, start_new_session=True)

@@ -15,6 +15,7 @@ own run directory, where train.py resumes it from its last.ckpt.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import threading
@@ -24,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from seqbench.common.io import atomic_write_text
 from seqbench.rundir.reader import Run
 from seqbench.sweep import launcher, spec
 
@@ -101,7 +103,7 @@ def run_sweep(path: str | Path, count: int | None = None, out: str | Path | None
     sweep_dir = Path(out) if out else default_sweep_dir(config)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     previous, previous_seconds = recorded_trials(sweep_dir, config, seed)
-    (sweep_dir / "sweep.yaml").write_text(Path(path).read_text(encoding="utf-8"), encoding="utf-8")
+    atomic_write_text(sweep_dir / "sweep.yaml", Path(path).read_text(encoding="utf-8"))
     study = _study(config, seed, total)
     env, running = launcher.trial_environment(env, parallel)
     trials, unfinished = _replayed(study, config, previous)
@@ -255,17 +257,19 @@ def write_summary(sweep_dir: Path, config: dict, trials: list[Trial], seconds: f
     metric = config["metric"]["name"]
     names = list(spec.searched(config))
     running = running or {"parallel": 1, "threads_per_trial": None}
-    (sweep_dir / "summary.json").write_text(json.dumps({
+    # the trial list a rerun resumes from: a write cut short (a full disk) must leave the previous one whole
+    atomic_write_text(sweep_dir / "summary.json", json.dumps({
         "sweep": config, "method": config["method"], "seed": seed, "wall_seconds": round(seconds, 1), **running,
         "metric": metric, "goal": spec.direction(config), "trials": [asdict(t) for t in trials]}, indent=2) + "\n")
 
     columns = ["trial", "state", *names, metric, "params", "train tok/s", "updates", "seconds", "run_dir", "error"]
     rows = [[t.number, t.state, *(t.params.get(n) for n in names), t.metric, t.parameters, t.train_tokens_per_s,
              t.steps, t.seconds, t.run_dir, t.error] for t in trials]
-    with open(sweep_dir / "summary.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(columns)
-        writer.writerows(rows)
+    table = io.StringIO(newline="")
+    writer = csv.writer(table)
+    writer.writerow(columns)
+    writer.writerows(rows)
+    atomic_write_text(sweep_dir / "summary.csv", table.getvalue())
 
     maximize = spec.direction(config) == "maximize"
     ranked = sorted(rows, key=lambda r: (r[1] != "complete", r[len(names) + 2] is None,
@@ -278,4 +282,4 @@ def write_summary(sweep_dir: Path, config: dict, trials: list[Trial], seconds: f
                  "(its metric is the last validation). Failed trials: see summary.csv.", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_fmt(v) for v in row[:-2]) + " |" for row in ranked]
-    (sweep_dir / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write_text(sweep_dir / "summary.md", "\n".join(lines) + "\n")
