@@ -141,6 +141,33 @@ def test_each_rung_promotes_its_best_half_failed_jobs_last_ties_to_the_lower_ind
     assert state["chosen"]["scores"] == [50.0, 56.0]                  # best single run
 
 
+def test_the_summary_shows_each_rungs_median_and_the_lowest_score_it_promoted(tmp_path):
+    """summary.md's rung table: the median (a failed job counts 0), the best, and how many went on with the lowest
+    score among them, so a promotion resting on scores near zero shows; a rung still running has no median."""
+    config = TINY_SEARCH
+    scores = {(0, 10): 5.0, (1, 10): None, (2, 10): 9.0, (3, 10): 7.0, (4, 10): 7.0, (5, 10): 1.0, (6, 10): 0.0,
+              (7, 10): 8.0}
+    records = _records(config, "a", scores) | _records(config, "a", {(2, 30): 20.0, (7, 30): 30.0})
+    halving.write_summary(tmp_path, config, 0, halving.family_configurations(config, 0), records, 1.0,
+                          {"parallel": 1, "threads_per_trial": None})
+    text = (tmp_path / "summary.md").read_text()
+    # 0 (failed), 0, 1, 5, 7, 7, 8, 9: median 6; 2, 7, 3, 4 promoted (9, 8, 7, 7)
+    assert "| 10 | 8 | 8 | 6.00 | 9.00 (2) | 4: 7.00 |" in text
+    assert "| 30 | 4 | 2 | — | 30.00 (7) | — |" in text
+
+
+SEARCH_RECORDS = sorted(path.parent for path in (ROOT / "docs" / "results").glob("*/summary.json")
+                        if halving.is_search_file(json.loads(path.read_text(encoding="utf-8")).get("search")))
+
+
+@pytest.mark.parametrize("record", SEARCH_RECORDS, ids=[path.name for path in SEARCH_RECORDS])
+def test_a_committed_searchs_summary_md_is_its_summary_json_rendered(record):
+    """The page docs cite is the record's, rendered by today's code: a number on it cannot drift from summary.json."""
+    summary = json.loads((record / "summary.json").read_text(encoding="utf-8"))
+    assert (record / "summary.md").read_text(encoding="utf-8") == halving.summary_markdown(summary), \
+        f"re-render {record.name}/summary.md with seqbench.sweep.halving.summary_markdown"
+
+
 def test_levelling_is_the_expected_best_of_k_configurations_per_finished_rung():
     config = TINY_SEARCH
     scores = {(0, 10): 5.0, (1, 10): None, (2, 10): 9.0, (3, 10): 7.0, (4, 10): 7.0, (5, 10): 1.0, (6, 10): 0.0,

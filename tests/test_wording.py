@@ -125,6 +125,13 @@ def test_what_the_search_gave_each_family_is_what_its_records_hold():
         above = sum(m > 1 for m in first.values())
         assert f"{above} of {name}" in text, family
         assert f"median {statistics.median(first.values()):.2f}" in text, family
+    lowest = {family: min(rung(family, 300)[c] for c in rung(family, 900)) for family in ("transformer",
+                                                                                          "rnnsearch_small", "cnn")}
+    near_zero = [sum(rung(family, 300)[c] <= 1 for c in rung(family, 900)) for family in ("transformer",
+                                                                                           "rnnsearch_small")]
+    assert near_zero[0] == near_zero[1] and f"{near_zero[0]} of the {len(rung('transformer', 900))} " in text
+    assert (f"(the lowest {lowest['transformer']:.2f} and {lowest['rnnsearch_small']:.2f}; ConvS2S's lowest promoted "
+            f"{lowest['cnn']:.2f}") in text
 
 
 def test_the_equal_updates_table_shows_the_training_flops_of_its_records():

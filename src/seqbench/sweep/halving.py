@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import statistics
 import sys
 import threading
 import time
@@ -382,19 +383,11 @@ def summary_markdown(summary: dict) -> str:
              f"the confirmation. Wall time {summary['wall_seconds'] / 60:.1f} min, {summary['parallel']} job(s) at "
              "a time" + (f", {summary['threads_per_trial']} thread(s) each" if summary["threads_per_trial"] else "")
              + ". Validation BLEU (greedy unless the file sets the decoding).", ""]
-    by_key = {r["key"]: r for r in summary["jobs"]}
     for family, state in summary["families"].items():
         lines += [f"## {family}", "", f"Updates spent: {state['updates_spent']:,}.", "",
-                  "| rung (updates) | configurations | complete | best val BLEU (configuration) |", "|---|---|---|---|"]
-        for rung in state["rungs"]:
-            scored = [(by_key[k]["metric"], i) for i in rung["configurations"]
-                      for k in [f"{family}/search/{i}/{rung['steps']}/{config['constants']['seed']}"]
-                      if k in by_key and by_key[k]["metric"] is not None]
-            done = sum(f"{family}/search/{i}/{rung['steps']}/{config['constants']['seed']}" in by_key
-                       for i in rung["configurations"])
-            top = min(scored, key=lambda pair: (-pair[0], pair[1])) if scored else None  # the promotion's order
-            best = f"{top[0]:.2f} ({top[1]})" if top else "—"
-            lines.append(f"| {rung['steps']:,} | {len(rung['configurations'])} | {done} | {best} |")
+                  "| rung (updates) | configurations | complete | median val BLEU | best (configuration) | promoted: "
+                  "the lowest's score |", "|---|---|---|---|---|---|"]
+        lines += _rung_rows(summary, family, state)
         lines += _levelling_table(state.get("levelling", []))
         if state["chosen"]:
             seeds = (config.get("confirm") or {"seeds": [config["constants"]["seed"]]})["seeds"]  # optional
@@ -409,6 +402,27 @@ def summary_markdown(summary: dict) -> str:
                              + ", ".join(f"{k}={v}" for k, v in params.items()) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _rung_rows(summary: dict, family: str, state: dict) -> list[str]:
+    """One row per rung: how many of its jobs are in, the median (failed jobs 0) and best score, and how many went on
+    (to the next rung, or to the confirmation from the last) with the lowest score among them, so a reader sees
+    whether a promotion rested on scores near zero."""
+    config, by_key = summary["search"], {r["key"]: r for r in summary["jobs"]}
+    seed = config["constants"]["seed"]
+    rows, rungs = [], state["rungs"]
+    for r, rung in enumerate(rungs):
+        jobs = {i: by_key[key] for i in rung["configurations"]
+                for key in [f"{family}/search/{i}/{rung['steps']}/{seed}"] if key in by_key}
+        scores = {i: max(job["metric"], 0.0) if job["state"] == "complete" and job["metric"] is not None else 0.0
+                  for i, job in jobs.items()}
+        top = min(scores.items(), key=lambda pair: (-pair[1], pair[0])) if scores else None  # the promotion's order
+        median = f"{statistics.median(scores.values()):.2f}" if len(scores) == len(rung["configurations"]) else "—"
+        went_on = rungs[r + 1]["configurations"] if r + 1 < len(rungs) else state.get("finalists")
+        promoted = f"{len(went_on)}: {min(scores[i] for i in went_on):.2f}" if went_on and scores else "—"
+        rows.append(f"| {rung['steps']:,} | {len(rung['configurations'])} | {len(jobs)} | {median} | "
+                    f"{f'{top[1]:.2f} ({top[0]})' if top else '—'} | {promoted} |")
+    return rows
 
 
 def _levelling_table(rungs: list[dict]) -> list[str]:
