@@ -15,7 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
 # The prose: the README and every page under docs/, not the generated reports inside the records.
-PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if RESULTS not in p.parents)]
+PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if RESULTS not in p.parents),
+         *sorted((ROOT / "searches").glob("*.yaml"))]  # and the search files' comments
 
 FORBIDDEN = [
     ("the same 64 configurations for every family",
@@ -23,6 +24,10 @@ FORBIDDEN = [
      "Transformer about 32 live draws of 64 (recipes.md, what the search gave each family)"),
     ("the same draws for every family",
      "only the draws of the shared settings are the same, not the live draws"),
+    ("the same 32 live draws",
+     "the settled search's first rung left 24 / 21 / 27 of the same 32 draws above 1 BLEU (recipes.md)"),
+    ("the same 8 live draws", "2 of RNNenc's 8 draws and 1 of RNNsearch's scored below 1 BLEU at the first rung"),
+    ("same number of *live* draws", "the shared learning rate leaves the families unequal live draws (recipes.md)"),
     ("best recipe found for it here",
      "the hand-found Transformer recipe was chosen by hand on seed 1's validation BLEU at 2,000 updates, not found "
      "best by any search at this budget"),
@@ -132,6 +137,46 @@ def test_what_the_search_gave_each_family_is_what_its_records_hold():
     assert near_zero[0] == near_zero[1] and f"{near_zero[0]} of the {len(rung('transformer', 900))} " in text
     assert (f"(the lowest {lowest['transformer']:.2f} and {lowest['rnnsearch_small']:.2f}; ConvS2S's lowest promoted "
             f"{lowest['cnn']:.2f}") in text
+
+
+def test_the_settled_searchs_first_rung_is_what_its_records_hold():
+    """recipes.md's account of the settled search's first rung: its live draws per family, what it promoted, where in
+    the shared learning-rate range each family trained, and its levelling, recomputed from the committed records."""
+    root = RESULTS / "recipe_halving_settled"
+    summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
+    scores = {job["key"]: job["metric"] if job["state"] == "complete" else 0.0 for job in summary["jobs"]}
+    families = ("transformer", "rnnsearch_small", "cnn")
+    params = [c["params"] for c in summary["families"]["transformer"]["configurations"]]
+    assert all([c["params"] for c in summary["families"][f]["configurations"]] == params for f in families)
+    first = {f: [scores[f"{f}/search/{i}/900/1"] for i in range(len(params))] for f in families}
+    text = TEXTS["docs/experiments/recipes.md"]
+    live = {f: sum(score > 1 for score in first[f]) for f in families}
+    (t, r, c), (mt, mr, mc) = live.values(), (f"{statistics.median(first[f]):.2f}" for f in families)
+    assert f"{t} of the Transformer's 32 configurations scored above 1 BLEU (median {mt}), {r} of RNNsearch's " \
+           f"(median {mr}) and {c} of ConvS2S's (median {mc})" in text
+    promoted = [min(first[f][i] for i in summary["families"][f]["rungs"][1]["configurations"]) for f in families]
+    assert "had scored at least {:.2f}, {:.2f} and {:.2f}".format(*promoted) in text
+    assert "{} / {} / {} (Transformer / RNNsearch / ConvS2S)".format(*live.values()) in text
+    assert f"ranked at a rung where every promoted score is above {int(min(promoted))}" in text
+
+    lr = [p["optimizer.lr"] for p in params]
+    warm = [p["scheduler.warmup_steps"] for p in params]
+    lowest = sorted(range(len(lr)), key=lr.__getitem__)[:5]
+    assert f"The 5 lowest learning rates (at most {max(lr[i] for i in lowest):.1e}) left every family at most " \
+           f"{max(first[f][i] for f in families for i in lowest):.2f} BLEU".replace("e-0", "e-") in text
+    hot = [i for i in range(len(lr)) if lr[i] >= 4.7e-3]
+    short = [i for i in hot if warm[i] <= 90]
+    assert all(first["transformer"][i] <= 1 for i in short) and all(first["transformer"][i] > 1 for i in hot
+                                                                     if i not in short)
+    assert f"({len(short)} of {len(short)}); the {len(hot) - len(short)} draws at such rates" in text
+    slow = [first["rnnsearch_small"][i] for i in range(len(lr)) if lr[i] < 1e-3]
+    fast = [first["rnnsearch_small"][i] for i in range(len(lr)) if lr[i] >= 1e-3]
+    assert f"none of its {len(slow)} draws below 1e-3 scored above {max(slow):.2f}" in text
+    assert f"{sum(s > 40 for s in fast)} of its {len(fast)} draws at 1e-3 or more scored above 40" in text
+
+    for family, name in (("cnn", "ConvS2S"), ("transformer", "the Transformer"), ("rnnsearch_small", "RNNsearch")):
+        best = summary["families"][family]["levelling"][0]["expected_best"]
+        assert f"{best['16']:.2f} against {best['32']:.2f} for {name}" in text, family
 
 
 def test_the_equal_updates_table_shows_the_training_flops_of_its_records():
