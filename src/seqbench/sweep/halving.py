@@ -408,14 +408,13 @@ def _rung_rows(summary: dict, family: str, state: dict) -> list[str]:
     """One row per rung: how many of its jobs are in, the median (failed jobs 0) and best score, and how many went on
     (to the next rung, or to the confirmation from the last) with the lowest score among them, so a reader sees
     whether a promotion rested on scores near zero."""
-    config, by_key = summary["search"], {r["key"]: r for r in summary["jobs"]}
+    config, by_key = summary["search"], {r["key"]: Record(**r) for r in summary["jobs"]}
     seed = config["constants"]["seed"]
     rows, rungs = [], state["rungs"]
     for r, rung in enumerate(rungs):
         jobs = {i: by_key[key] for i in rung["configurations"]
                 for key in [f"{family}/search/{i}/{rung['steps']}/{seed}"] if key in by_key}
-        scores = {i: max(job["metric"], 0.0) if job["state"] == "complete" and job["metric"] is not None else 0.0
-                  for i, job in jobs.items()}
+        scores = {i: max(_score(job), 0.0) for i, job in jobs.items()}  # as levelling scores them
         top = min(scores.items(), key=lambda pair: (-pair[1], pair[0])) if scores else None  # the promotion's order
         median = f"{statistics.median(scores.values()):.2f}" if len(scores) == len(rung["configurations"]) else "—"
         went_on = rungs[r + 1]["configurations"] if r + 1 < len(rungs) else state.get("finalists")
