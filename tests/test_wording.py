@@ -6,11 +6,13 @@ phrase wrapped across lines is still caught."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 from pathlib import Path
 
 import pytest
+import scipy.stats
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
@@ -177,6 +179,44 @@ def test_the_settled_searchs_first_rung_is_what_its_records_hold():
     for family, name in (("cnn", "ConvS2S"), ("transformer", "the Transformer"), ("rnnsearch_small", "RNNsearch")):
         best = summary["families"][family]["levelling"][0]["expected_best"]
         assert f"{best['16']:.2f} against {best['32']:.2f} for {name}" in text, family
+
+
+def test_the_settled_searchs_second_rung_is_what_its_records_hold():
+    """recipes.md's account of the settled search's second rung (medians, bests, what it sent on, rank correlation,
+    levelling) and its comparison with the first search's last rung, recomputed from both committed records."""
+    text = TEXTS["docs/experiments/recipes.md"]
+    families = ("transformer", "rnnsearch_small", "cnn")
+    summaries = {name: json.loads((RESULTS / name / "summary.json").read_text(encoding="utf-8"))
+                 for name in ("recipe_halving_settled", "recipe_halving")}
+    summary = summaries["recipe_halving_settled"]
+    scores = {job["key"]: job["metric"] if job["state"] == "complete" else 0.0 for job in summary["jobs"]}
+    rung = {f: {i: scores[f"{f}/search/{i}/2400/1"] for i in summary["families"][f]["rungs"][1]["configurations"]}
+            for f in families}
+    assert all(len(rung[f]) == 10 for f in families)
+    mt, mr, mc = (statistics.median(rung[f].values()) for f in families)
+    assert f"reached medians of {mt:.2f} (Transformer), {mr:.2f} (RNNsearch) and {mc:.2f} (ConvS2S)" in text
+    best = {f: max(rung[f], key=rung[f].get) for f in families}
+    assert "bests of {:.2f} (configuration {}), {:.2f} ({}) and {:.2f} ({})".format(
+        *(x for f in families for x in (rung[f][best[f]], best[f]))) in text
+    sent = [min(rung[f][i] for i in summary["families"][f]["finalists"]) for f in families]
+    assert "had scored at least {:.2f}, {:.2f} and {:.2f}. How well".format(*sent) in text
+    second = {f: summary["families"][f]["levelling"][1] for f in families}
+    for f in families:
+        first = {i: scores[f"{f}/search/{i}/900/1"] for i in rung[f]}
+        rho = scipy.stats.spearmanr([first[i] for i in rung[f]], list(rung[f].values())).statistic
+        assert math.isclose(rho, second[f]["rank_correlation"])
+    assert "at 900 and at 2,400 updates: {:.2f}, {:.2f} and {:.2f}".format(
+        *(second[f]["rank_correlation"] for f in families)) in text
+    (t5, t10), (r5, r10), (c5, c10) = ([second[f]["expected_best"][k] for k in ("5", "10")] for f in families)
+    assert f"{r5:.2f} against {r10:.2f} for RNNsearch and {c5:.2f} against {c10:.2f} for ConvS2S" in text
+    assert f"{t5:.2f} against {t10:.2f} for the Transformer (still rising)" in text
+    assert t10 - t5 > 2 * max(r10 - r5, c10 - c5)
+    old = summaries["recipe_halving"]
+    old_best = [max(j["metric"] for j in old["families"][f]["jobs"] if "/search/" in j["key"]
+                    and "/2400/" in j["key"] and j["state"] == "complete") for f in families]
+    assert "were {:.2f}, {:.2f} and {:.2f}".format(*old_best) in text
+    assert f"ConvS2S a worse one by {old_best[2] - rung['cnn'][best['cnn']]:.2f} BLEU at seed 1" in text
+    assert all(abs(old_best[k] - rung[f][best[f]]) < 1 for k, f in enumerate(families[:2]))
 
 
 def test_the_equal_updates_table_shows_the_training_flops_of_its_records():
