@@ -46,34 +46,50 @@ def test_a_model_preset_without_a_recipe_file_is_one_error_line(tmp_path, capsys
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
-SEARCH_RECORDS = CONF_DIR.parent / "docs" / "results" / "recipe_halving"
-DECODING_RECORDS = CONF_DIR.parent / "docs" / "results" / "decoding_tuning"
+RESULTS = CONF_DIR.parent / "docs" / "results"
+SEARCH_FILES = CONF_DIR.parent / "searches"
+# each equal search's records and the recipe folder its choices were written to (conf/recipe/<folder>/)
+SEARCHES = {"recipe_halving": "halving", "recipe_halving_settled": "halving_settled"}
+# each recipe folder's decoding tuning (docs/results/<records>/<model>/) and the preset that trains with it
+TUNINGS = {"halving": ("decoding_tuning", "equal_compute")}
+FAMILIES = ["transformer", "rnnsearch_small", "cnn"]
 
 
-@pytest.mark.parametrize("model", ["transformer", "rnnsearch_small", "cnn"])
-def test_the_searched_recipes_are_the_configurations_the_committed_search_chose(model):
-    """conf/recipe/halving/<model>.yaml trains with what the search recorded as its choice (recipes/<model>.yaml,
-    written by the runner from summary.json's chosen configuration), value for value; only decoding is added."""
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+@pytest.mark.parametrize("model", FAMILIES)
+def test_the_searched_recipes_are_the_configurations_the_committed_search_chose(search, model):
+    """conf/recipe/<folder>/<model>.yaml trains with what the search recorded as its choice (recipes/<model>.yaml,
+    written by the runner from summary.json's chosen configuration), value for value, with the family's settings the
+    search file fixed for every configuration (its overrides beside the model preset: pre-LN, the GRU cell); only
+    decoding is added."""
     import yaml
 
-    chosen = dotted_leaves(yaml.safe_load((SEARCH_RECORDS / "recipes" / f"{model}.yaml").read_text()))
-    summary = json.loads((SEARCH_RECORDS / "summary.json").read_text())["families"][model]
-    assert chosen == summary["configurations"][summary["chosen"]["index"]]["params"]
-    recipe = dotted_leaves(yaml.safe_load((CONF_DIR / "recipe" / "halving" / f"{model}.yaml").read_text()))
-    assert {k: v for k, v in recipe.items() if not k.startswith("module.decoding.")} == chosen
+    records = RESULTS / search
+    chosen = dotted_leaves(yaml.safe_load((records / "recipes" / f"{model}.yaml").read_text()))
+    summary = json.loads((records / "summary.json").read_text())
+    family = summary["families"][model]
+    assert chosen == family["configurations"][family["chosen"]["index"]]["params"]
+    search_file = yaml.safe_load((SEARCH_FILES / f"{search}.yaml").read_text())
+    assert search_file == summary["search"], "the committed search file is the one its records ran"
+    fixed = {k: v for k, v in (search_file["families"][model].get("overrides") or {}).items() if k != "model"}
+    recipe = dotted_leaves(yaml.safe_load((CONF_DIR / "recipe" / SEARCHES[search] / f"{model}.yaml").read_text()))
+    assert {k: v for k, v in recipe.items() if not k.startswith("module.decoding.")} == {**chosen, **fixed}
 
 
-@pytest.mark.parametrize("model", ["transformer", "rnnsearch_small", "cnn"])
-def test_each_searched_recipe_decodes_as_its_committed_tuning_chose(model):
-    """The beam, length penalty and normalisation of conf/recipe/halving/<model>.yaml are the setting
-    `seqbench tune-decoding` chose on validation for that recipe (docs/results/decoding_tuning/<model>/)."""
+@pytest.mark.parametrize("folder", sorted(TUNINGS))
+@pytest.mark.parametrize("model", FAMILIES)
+def test_each_searched_recipe_decodes_as_its_committed_tuning_chose(folder, model):
+    """The beam, length penalty and normalisation of conf/recipe/<folder>/<model>.yaml are the setting
+    `seqbench tune-decoding` chose on validation for that recipe (docs/results/decoding_tuning*/<model>/), and the
+    preset that compares the families with those recipes decodes with them."""
     import yaml
 
-    tuned = json.loads((DECODING_RECORDS / model / "decoding.json").read_text())
+    records, preset = TUNINGS[folder]
+    tuned = json.loads((RESULTS / records / model / "decoding.json").read_text())
     chosen = {key: tuned["chosen"][key] for key in ("beam_size", "length_penalty", "length_normalization")}
-    recipe = dotted_leaves(yaml.safe_load((CONF_DIR / "recipe" / "halving" / f"{model}.yaml").read_text()))
+    recipe = dotted_leaves(yaml.safe_load((CONF_DIR / "recipe" / folder / f"{model}.yaml").read_text()))
     assert {k.removeprefix("module.decoding."): v for k, v in recipe.items() if k.startswith("module.decoding.")} \
         == chosen
     assert tuned["split"] == "valid"
-    cfg = compose_train(["experiment=equal_compute", f"model={model}"])
+    cfg = compose_train([f"experiment={preset}", f"model={model}"])
     assert {key: cfg.module.decoding[key] for key in chosen} == chosen

@@ -66,7 +66,9 @@ def test_every_family_gets_the_same_tuning_budget():
 @pytest.mark.parametrize("model", ["transformer", "rnnsearch_small", "cnn"])
 def test_each_family_trains_with_its_searched_recipe(model):
     """conf/recipe/halving/<model>.yaml, from the search every family got equally (searches/recipe_halving.yaml),
-    reaches the presets that compare the families at its budget (equal_compute, budget_sweep); arch_comparison keeps
+    reaches the presets that compare the families at its budget (equal_compute, budget_sweep), and
+    conf/recipe/halving_settled/<model>.yaml, from the settled search (searches/recipe_halving_settled.yaml),
+    equal_compute_settled; arch_comparison keeps
     the recipe of the 24-trial search its committed runs used (conf/recipe/equal_search/); recipe=none removes a
     recipe (the train.yaml defaults return)."""
     import yaml
@@ -81,6 +83,7 @@ def test_each_family_trains_with_its_searched_recipe(model):
 
     recipes = ROOT / "conf" / "recipe"
     for preset, recipe in ((["experiment=equal_compute"], "halving"), (["experiment=budget_sweep"], "halving"),
+                           (["experiment=equal_compute_settled"], "halving_settled"),
                            (["experiment=arch_comparison"], "equal_search")):
         searched = leaves(recipes / recipe / f"{model}.yaml")
         cfg = compose_train([*preset, f"model={model}"])
