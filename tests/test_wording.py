@@ -219,6 +219,55 @@ def test_the_settled_searchs_second_rung_is_what_its_records_hold():
     assert all(abs(old_best[k] - rung[f][best[f]]) < 1 for k, f in enumerate(families[:2]))
 
 
+
+def test_the_settled_searchs_confirmation_is_what_its_records_hold():
+    """recipes.md's account of the settled search's confirmation: each family's chosen configuration with its seed
+    scores, the runner-up and the noisy seed-1 rankings it cites, the first search's chosen recipes beside them, and
+    the hand-found Transformer recipe against the settled one (Welch interval, exact permutation p over seeds),
+    recomputed from the committed records."""
+    text = TEXTS["docs/experiments/recipes.md"]
+    families = ("transformer", "rnnsearch_small", "cnn")
+    settled, first = (json.loads((RESULTS / name / "summary.json").read_text(encoding="utf-8"))["families"]
+                      for name in ("recipe_halving_settled", "recipe_halving"))
+    chosen = {f: settled[f]["chosen"] for f in families}
+    for family, name in zip(families, ("the Transformer", "RNNsearch", "ConvS2S")):
+        scores = " / ".join(f"{x:.2f}" for x in chosen[family]["scores"])
+        assert f"configuration {chosen[family]['index']} for {name} ({scores}, mean {chosen[family]['mean']:.2f})" \
+            in text, family
+    runner_up = sorted(chosen["transformer"]["finalists"].items(), key=lambda kv: -statistics.fmean(kv[1]))[1]
+    assert runner_up[0] == str(chosen["cnn"]["index"]) == str(chosen["rnnsearch_small"]["index"])
+    assert f"is also the Transformer's runner-up (mean {statistics.fmean(runner_up[1]):.2f})" in text
+    s1, s2, s3 = runner_up[1]
+    assert f"configuration {runner_up[0]} scored {s1:.2f} at seed 1 but {s2:.2f} and {s3:.2f} at seeds 2 and 3" in text
+    r1, r2, r3 = settled["rnnsearch_small"]["chosen"]["finalists"]["22"]
+    assert f"configuration 22 scored {r1:.2f} and {r2:.2f} at seeds 1 and 2 but {r3:.2f} at seed 3" in text
+
+    old = {f: first[f]["chosen"] for f in families}
+    assert "chosen recipes had means of {:.2f}, {:.2f} and {:.2f}".format(*(old[f]["mean"] for f in families)) in text
+    assert "its configurations {}, {} and {}, none of them among its first 32".format(
+        *(old[f]["index"] for f in families)) in text
+    assert all(old[f]["index"] >= 32 for f in families)
+    shared = [{k: v for k, v in c["params"].items() if k in settled["transformer"]["configurations"][0]["params"]}
+              for c in first["transformer"]["configurations"][:32]]
+    assert shared == [c["params"] for c in settled["transformer"]["configurations"]]
+    cost = {f: old[f]["mean"] - chosen[f]["mean"] for f in families}
+    assert "cost ConvS2S's recipe {:.2f} BLEU, the Transformer's {:.2f} and RNNsearch's {:.2f}".format(
+        cost["cnn"], cost["transformer"], cost["rnnsearch_small"]) in text
+
+    runs = [json.loads((RESULTS / "quickstart_recipe" / f"transformer-seed{seed}" / "results.json").read_text())
+            for seed in (1, 2, 3)]
+    assert [r["seed"] for r in runs] == [1, 2, 3] and {r["train"]["steps"] for r in runs} == {2000}
+    hand, searched = [r["valid"]["bleu"] for r in runs], chosen["transformer"]["scores"]
+    assert "it scored {:.2f} / {:.2f} / {:.2f} greedy validation BLEU".format(*hand) in text
+    welch = scipy.stats.ttest_ind(hand, searched, equal_var=False).confidence_interval(0.95)
+    diff = statistics.fmean(hand) - statistics.fmean(searched)
+    assert f"{diff:.2f} above the settled recipe's mean at 2,400 (Welch 95% CI [{welch.low:.2f}, {welch.high:.2f}]" \
+        in text
+    exact = scipy.stats.permutation_test((hand, searched), lambda a, b: statistics.fmean(a) - statistics.fmean(b),
+                                         permutation_type="independent", n_resamples=math.inf)
+    assert min(hand) > max(searched) and math.isclose(exact.pvalue, 0.1) and "p = 0.10" in text
+
+
 def test_the_equal_updates_table_shows_the_training_flops_of_its_records():
     """equal_compute holds updates and tokens equal, not FLOPs: the README's headline shows each family's training
     FLOPs from the records beside it (a generated column, which test_readme keeps equal to the records)."""
