@@ -51,7 +51,8 @@ SEARCH_FILES = CONF_DIR.parent / "searches"
 # each equal search's records and the recipe folder its choices were written to (conf/recipe/<folder>/)
 SEARCHES = {"recipe_halving": "halving", "recipe_halving_settled": "halving_settled"}
 # each recipe folder's decoding tuning (docs/results/<records>/<model>/) and the preset that trains with it
-TUNINGS = {"halving": ("decoding_tuning", "equal_compute")}
+TUNINGS = {"halving": ("decoding_tuning", "equal_compute"),
+           "halving_settled": ("decoding_tuning_settled", "equal_compute_settled")}
 FAMILIES = ["transformer", "rnnsearch_small", "cnn"]
 
 
