@@ -268,6 +268,41 @@ def test_the_settled_searchs_confirmation_is_what_its_records_hold():
     assert min(hand) > max(searched) and math.isclose(exact.pvalue, 0.1) and "p = 0.10" in text
 
 
+
+
+def test_the_settled_recipes_decoding_is_what_its_tuning_records_hold():
+    """recipes.md's account of the decoding tuned for the settled recipes: each family's chosen setting, its
+    validation BLEU and greedy's, recomputed from docs/results/decoding_tuning_settled/."""
+    text = TEXTS["docs/experiments/recipes.md"]
+    tuned = {f: json.loads((RESULTS / "decoding_tuning_settled" / f / "decoding.json").read_text(encoding="utf-8"))
+             for f in ("transformer", "rnnsearch_small", "cnn")}
+    greedy = {f: next(s["mean"] for s in t["settings"] if s["beam_size"] == 1) for f, t in tuned.items()}
+    t, r, c = (tuned[f]["chosen"] for f in ("transformer", "rnnsearch_small", "cnn"))
+    assert (t["beam_size"], t["length_penalty"], t["length_normalization"]) == (8, 1.5, "gnmt")
+    assert (r["beam_size"], r["length_penalty"], r["length_normalization"]) == (8, 1.0, "gnmt")
+    assert c["beam_size"] == 1 and all(s["mean"] <= c["mean"] for s in tuned["cnn"]["settings"])
+    assert (f"beam 8 with GNMT α 1.5 ({t['mean']:.2f} validation BLEU against greedy {greedy['transformer']:.2f}), "
+            f"RNNsearch beam 8 with α 1.0 ({r['mean']:.2f} against {greedy['rnnsearch_small']:.2f}), and ConvS2S "
+            f"greedy decoding ({c['mean']:.2f}: no beam or penalty scored higher") in text
+
+
+def test_the_searchs_score_is_the_lowest_nll_checkpoints_bleu_as_recipes_md_says():
+    """recipes.md says a search job's score is the validation BLEU of its lowest-NLL checkpoint, not of its last
+    weights, with an example recomputed here from the settled search's record and the decoding-tuning run."""
+    text = TEXTS["docs/experiments/recipes.md"]
+    summary = json.loads((RESULTS / "recipe_halving_settled" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["search"]["constants"]["module.val_bleu"] is False  # BLEU once, on the checkpoint callback's best
+    assert "model_checkpoint.monitor" not in str(summary["search"])
+    score = next(j["metric"] for j in summary["jobs"] if j["key"] == "rnnsearch_small/search/9/2400/1")
+    run = json.loads((RESULTS / "decoding_tuning_settled" / "rnnsearch_small" / "run" / "results.json").read_text())
+    curve = {point["step"]: point["bleu"] for point in run["curve"]}
+    assert run["seed"] == 1 and abs(score - curve[2400]) > 1
+    assert (f"RNNsearch configuration 9 scored {score:.2f} at seed 1 on that checkpoint" in text
+            and f"scored {curve[2400]:.2f} at update 2,400 and {curve[2200]:.2f} at 2,200" in text)
+    defaults = (ROOT / "conf" / "callbacks" / "default.yaml").read_text(encoding="utf-8")
+    assert re.search(r"^\s+monitor: val/nll", defaults, re.M)
+
+
 def test_the_equal_updates_table_shows_the_training_flops_of_its_records():
     """equal_compute holds updates and tokens equal, not FLOPs: the README's headline shows each family's training
     FLOPs from the records beside it (a generated column, which test_readme keeps equal to the records)."""

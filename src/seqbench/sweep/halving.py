@@ -146,7 +146,7 @@ class Job:
 class Record:
     key: str
     state: str                  # complete | diverged | failed
-    metric: float | None        # validation BLEU at the job's update count
+    metric: float | None        # validation BLEU of the job's checkpoint with the lowest validation NLL
     updates: int | None         # updates the run directory holds after the job
     seconds: float
     run_dir: str
