@@ -67,10 +67,9 @@ def test_every_family_gets_the_same_tuning_budget():
 def test_each_family_trains_with_its_searched_recipe(model):
     """conf/recipe/halving/<model>.yaml, from the search every family got equally (searches/recipe_halving.yaml),
     reaches the presets that compare the families at its budget (equal_compute, budget_sweep), and
-    conf/recipe/halving_settled/<model>.yaml, from the settled search (searches/recipe_halving_settled.yaml),
-    equal_compute_settled; arch_comparison keeps
-    the recipe of the 24-trial search its committed runs used (conf/recipe/equal_search/); recipe=none removes a
-    recipe (the train.yaml defaults return)."""
+    conf/recipe/halving_settled/<model>.yaml, from the settled search (searches/recipe_halving_settled.yaml), reaches
+    equal_compute_settled; arch_comparison keeps the recipe of the 24-trial search its committed runs used
+    (conf/recipe/equal_search/); recipe=none removes a recipe (the train.yaml defaults return)."""
     import yaml
     from omegaconf import OmegaConf
 

@@ -219,7 +219,6 @@ def test_the_settled_searchs_second_rung_is_what_its_records_hold():
     assert all(abs(old_best[k] - rung[f][best[f]]) < 1 for k, f in enumerate(families[:2]))
 
 
-
 def test_the_settled_searchs_confirmation_is_what_its_records_hold():
     """recipes.md's account of the settled search's confirmation: each family's chosen configuration with its seed
     scores, the runner-up and the noisy seed-1 rankings it cites, the first search's chosen recipes beside them, and
@@ -266,8 +265,6 @@ def test_the_settled_searchs_confirmation_is_what_its_records_hold():
     exact = scipy.stats.permutation_test((hand, searched), lambda a, b: statistics.fmean(a) - statistics.fmean(b),
                                          permutation_type="independent", n_resamples=math.inf)
     assert min(hand) > max(searched) and math.isclose(exact.pvalue, 0.1) and "p = 0.10" in text
-
-
 
 
 def test_the_settled_recipes_decoding_is_what_its_tuning_records_hold():
