@@ -53,6 +53,18 @@ def test_a_notebook_reproduces_its_committed_outputs_from_the_committed_records(
     assert any("| model | seeds |" in text for text in texts(executed))
 
 
+def test_the_families_notebook_reads_the_records_of_the_readmes_headline():
+    """notebooks/families.ipynb is the README's headline comparison at length: by default it reads the records the
+    README's headline table is generated from."""
+    from seqbench.report.headline import BLOCK
+
+    readme = (NOTEBOOKS.parent / "README.md").read_text(encoding="utf-8")
+    records = [word for word in BLOCK.search(readme).group("args").split() if word.startswith("docs/")]
+    source = "".join(cell.source for cell in nbformat.read(NOTEBOOKS / "families.ipynb", as_version=4).cells
+                     if cell.cell_type == "code")
+    assert records and all(f'"../{directory}"' in source for directory in records), records
+
+
 @pytest.mark.parametrize("name", FIGURES)
 def test_a_notebook_reads_any_run_directory(name, trained_run, monkeypatch):
     """RUNS set to another run directory (here the session's tiny trained run, through SEQBENCH_RUNS): its tables

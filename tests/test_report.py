@@ -65,6 +65,22 @@ def test_summary_rows_average_over_seeds(multirun):
                                                   / 3)
 
 
+def test_a_run_that_decoded_its_test_greedily_is_its_own_greedy_score(tmp_path):
+    """module.test_greedy asks for greedy scores beside the beam's; a run whose tuned beam is 1 decoded greedily once
+    and recorded no second score, so its test scores fill the greedy column (ConvS2S's in equal_compute_settled)
+    instead of leaving it out. A run with a wider beam, or that did not ask, gets none."""
+    def run(beam: int, asked: bool, bleu: float) -> Run:
+        module = {"test_greedy": asked, "decoding": {"beam_size": beam}}
+        return Run(tmp_path, {"label": "m", "model": {"name": "cnn"}, "seed": 1, "parameters": 10,
+                              "test": {"bleu": bleu, "chrf": bleu}, "config": {"module": module}})
+
+    greedy, beam, unasked = run(1, True, 90.0), run(4, True, 80.0), run(1, False, 70.0)
+    assert greedy.results["test"]["greedy"] == {"bleu": 90.0, "chrf": 90.0}
+    assert "greedy" not in beam.results["test"] and "greedy" not in unasked.results["test"]
+    row = summary_rows({"greedy": [greedy, run(1, True, 92.0)]})[0]
+    assert row["greedy_bleu"][0] == pytest.approx(91.0) == row["bleu"][0]
+
+
 def test_significance_pairs_seeds(multirun):
     groups = group_by_label(load_runs([multirun]))
     tests = significance(groups, n_samples=100)

@@ -5,6 +5,7 @@ Each forbidden phrase carries the reason it overclaimed. Texts are compared with
 phrase wrapped across lines is still caught."""
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -300,13 +301,67 @@ def test_the_searchs_score_is_the_lowest_nll_checkpoints_bleu_as_recipes_md_says
     assert re.search(r"^\s+monitor: val/nll", defaults, re.M)
 
 
+HEADLINE = re.compile(r"<!-- headline: (docs/results/\S+) [^>]*--train-flops")
+NAMES = {"rnn": "RNNsearch", "cnn": "ConvS2S", "transformer": "the Transformer"}
+
+
+def _headline_records() -> dict[str, list[dict]]:
+    """The records the README's headline table is generated from, by family."""
+    records = ROOT / HEADLINE.search(TEXTS["README.md"]).group(1)
+    return {family: [json.loads(path.read_text(encoding="utf-8"))
+                     for path in sorted(records.glob(f"{family}-seed*/results.json"))] for family in NAMES}
+
+
 def test_the_equal_updates_table_shows_the_training_flops_of_its_records():
     """equal_compute holds updates and tokens equal, not FLOPs: the README's headline shows each family's training
     FLOPs from the records beside it (a generated column, which test_readme keeps equal to the records)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert re.search(r"<!-- headline: docs/results/equal_compute [^>]*--train-flops", readme)
-    for family in ("rnn", "cnn", "transformer"):
-        flops = [json.loads(path.read_text(encoding="utf-8"))["throughput"]["train_flops"]
-                 for path in sorted((RESULTS / "equal_compute").glob(f"{family}-seed*/results.json"))]
+    for family, runs in _headline_records().items():
+        flops = [run["throughput"]["train_flops"] for run in runs]
         row = next(line for line in readme.splitlines() if line.startswith(f"| {family} |"))
         assert f"| {statistics.fmean(flops):.2e} |" in row, family
+
+
+def test_the_readmes_ranking_is_what_a_test_over_its_records_seeds_says():
+    """The README's "what it shows": the families in the order of their mean test BLEU, greedily too (a run whose
+    tuned beam is 1 decoded greedily: its test score), every pair different by the exact permutation test over seeds
+    below 0.05 after Holm's correction across the table's 3 pairs, from five fresh seeds per family."""
+    runs = _headline_records()
+    assert all(sorted(run["seed"] for run in r) == [4, 5, 6, 7, 8] for r in runs.values())  # seeds 1-3 chose recipes
+    for greedy in (False, True):
+        scores = {f: [run["test"]["greedy"]["bleu"] if greedy and "greedy" in run["test"] else run["test"]["bleu"]
+                      for run in r] for f, r in runs.items()}
+        if greedy:
+            assert all("greedy" in run["test"] or run["config"]["module"]["decoding"]["beam_size"] == 1
+                       for r in runs.values() for run in r)
+        order = sorted(scores, key=lambda f: -statistics.fmean(scores[f]))
+        first, second, third = (NAMES[f] for f in order)
+        assert f"{first} ranks above {second} and {second} above {third}" in TEXTS["README.md"], greedy
+        p = sorted(scipy.stats.permutation_test((scores[a], scores[b]),
+                                                lambda x, y: statistics.fmean(x) - statistics.fmean(y),
+                                                permutation_type="independent", n_resamples=math.inf).pvalue
+                   for a, b in itertools.combinations(order, 2))
+        holm = [max(min(1.0, (len(p) - j) * p[j]) for j in range(i + 1)) for i in range(len(p))]
+        assert max(holm) < 0.05, (greedy, p)
+
+
+def test_the_settled_recipes_equal_compute_is_what_its_records_hold():
+    """equal_compute.md's reading of the settled recipes' table against the first search's: the means that moved,
+    and the one ConvS2S / Transformer overlap that lifts that pair's p above the floor (Holm's table keeps it)."""
+    text = TEXTS["docs/experiments/equal_compute.md"]
+
+    def bleu(records):
+        return {family: [json.loads(p.read_text(encoding="utf-8"))["test"]["bleu"]
+                         for p in sorted((RESULTS / records).glob(f"{family}-seed*/results.json"))] for family in NAMES}
+
+    settled, first = bleu("equal_compute_settled"), bleu("equal_compute")
+    change = {family: statistics.fmean(settled[family]) - statistics.fmean(first[family]) for family in NAMES}
+    assert change["cnn"] < -1 and change["transformer"] < -1 and abs(change["rnn"]) < 0.5, change
+    assert "ConvS2S's and the Transformer's means are lower here than with the first search's recipes and " \
+           "RNNsearch's about the same" in text
+    above = sum(t > c for t in settled["transformer"] for c in settled["cnn"])
+    exact = scipy.stats.permutation_test((settled["cnn"], settled["transformer"]),
+                                         lambda x, y: statistics.fmean(x) - statistics.fmean(y),
+                                         permutation_type="independent", n_resamples=math.inf)
+    assert above == 1 and "(one Transformer seed scored above one ConvS2S seed)" in text
+    assert exact.pvalue > 2 / math.comb(10, 5) + 1e-12 and "that pair's p is above the design's floor" in text

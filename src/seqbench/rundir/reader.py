@@ -10,6 +10,7 @@ from typing import Iterable
 
 from seqbench.common.errors import InputError
 from seqbench.common.io import read_lines
+from seqbench.common.nested import get_path
 from seqbench.decoding.attention import load_attention
 from seqbench.rundir.checkpoints import TORCH_LOAD_ERRORS, unreadable
 from seqbench.rundir.layout import RESULTS_FILE, RunDir
@@ -25,6 +26,15 @@ class Run:
     results: dict
     _cache: dict = field(default_factory=dict, repr=False)
     named: str | None = None  # a label given on the command line (`LABEL=DIR`), over the recorded one
+
+    def __post_init__(self):
+        # module.test_greedy asks for greedy scores beside the beam's, and a run whose beam is 1 decoded its test
+        # greedily, once (the module decodes a second time only for a wider beam): its test scores are the greedy
+        # ones, so a greedy column or table compares it with the others instead of leaving it out.
+        test = self.results.get("test")
+        if (isinstance(test, dict) and "greedy" not in test and get_path(self.results, "config.module.test_greedy")
+                and get_path(self.results, "config.module.decoding.beam_size") == 1):
+            test["greedy"] = dict(test)
 
     @property
     def label(self) -> str:
