@@ -69,7 +69,8 @@ def _outcome(run_dir: Path) -> dict:
             "train": {k: results["train"][k] for k in ("steps", "epochs")},
             "counters": {k: throughput[k] for k in ("tokens_seen", "train_flops", "measured_steps",
                                                     "mean_src_tokens", "mean_tgt_tokens")},
-            "curve": [{k: v for k, v in p.items() if k != "train_seconds"} for p in results["curve"]],
+            "curve": [{k: v for k, v in p.items() if k not in ("train_seconds", "train_cpu_seconds")}
+                      for p in results["curve"]],
             "hypotheses": RunDir(run_dir).text("hypotheses", "test").read_text(),
             "best": Path(results["train"]["best_checkpoint"]).name}
 

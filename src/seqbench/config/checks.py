@@ -170,12 +170,16 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "measure.peak_flops_seconds": number(0, strict=True),
     "measure.attention_examples": integer(0),
     "measure.throughput_warmup_steps": integer(0),
+    "measure.target_bleu": number(0, high=100, none=True),
+    "callbacks.plateau.window": Spec(lambda v: is_number(v) and 0 < v < 1, "a share of the updates in (0, 1)"),
+    "callbacks.plateau.min_gain": number(0),
+    "callbacks.plateau.min_steps": integer(0),
     "compare.param_budget": integer(1, none=True),
 }
 # The keys run.py reads from `measure:`; a preset that merges another key there (a misplaced line) is a mistake
 # Hydra cannot see, because presets may add keys.
 MEASURE_KEYS = ("length_buckets", "decode_sentences", "decode_tokens", "decode_warmup_batches",
-                "peak_flops_seconds", "attention_examples", "throughput_warmup_steps")
+                "peak_flops_seconds", "attention_examples", "throughput_warmup_steps", "target_bleu")
 
 # Keys a `_target_` node may hold that its callable does not take: run.py removes them before instantiating.
 NOT_ARGUMENTS = {"model": {"name"}}

@@ -55,12 +55,17 @@ Schema version 1 (fields are added, never renamed, without a version bump):
                    last part only; the whole training's step time is throughput.train_seconds), "steps",
                    "epochs" (updates x accumulation / batches per epoch: passes over the
                    training data, fractional when training stopped mid-epoch), "max_steps" (the update budget;
-                   -1: none), "stopped_by" (what ended training: "max_steps", "early_stopping", "max_epochs" or
-                   "max_time", the wall-clock guard, which the report flags; null with train=false),
+                   -1: none), "stopped_by" (what ended training: "plateau" (budget=plateau's rule), "max_steps"
+                   (the budget, or the plateau budget's cap), "early_stopping", "max_epochs" or "max_time", the
+                   wall-clock guard, which the report flags; null with train=false), "plateau" (the curve's level
+                   and what reaching 90/95/99% of it and measure.target_bleu cost: seqbench.analysis.plateau),
+                   "plateau_rule" (budget=plateau's settings; null for a fixed budget), "final_lr_factor" (the lr
+                   at the end as a share of its peak; absent in records older than these three),
                    "resumed_at" (the updates training was resumed at from a checkpoint, by a rerun after a stop or
                    a search's promotion; [] when it ran in one go; absent in records older than it),
                    "best_checkpoint"}
-  curve            [{"step", "bleu", "nll", "tokens_seen", "train_seconds", "train_flops", "bleu_by_length"}]:
+  curve            [{"step", "bleu", "nll", "tokens_seen", "train_seconds", "train_cpu_seconds", "train_flops",
+                   "bleu_by_length"}]:
                    every validation during training (the val/* metrics; "bleu", decoded with module.val_beam_size,
                    absent when module.val_bleu=false; "bleu_by_length": {bucket: BLEU} of the non-empty source-length
                    buckets, absent without BLEU and in records older than it), so learning curves need no logger

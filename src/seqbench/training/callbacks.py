@@ -74,10 +74,13 @@ class TrainThroughput(TrainingState):
         # whole training, this process; restored from checkpoints
         self.tokens_seen = 0          # non-pad target tokens
         self.train_seconds = 0.0      # validation excluded
+        self.train_cpu_seconds = 0.0  # the process's CPU time (all its threads) in the same steps: unlike the wall
+                                      # clock, barely moved by other work sharing the machine
         self.train_flops = 0.0        # analytic training FLOPs (see above)
         self.epoch_times: list[float] = []  # seconds of each epoch this process ran from its first batch to its last
         self._sentences = self._src_tokens = self._tgt_tokens = 0  # for mean lengths (the FLOPs estimate)
         self._mark: float | None = None
+        self._cpu_mark: float | None = None
         self._step = 0
         self._epoch_seconds, self._epoch_batches = 0.0, 0
         self.first_update_s: float | None = None  # process start -> end of its first update (startup cost)
@@ -85,7 +88,8 @@ class TrainThroughput(TrainingState):
     def _now(self, pl_module) -> float:
         return clock(pl_module.device)
 
-    _COUNTERS = ("target_tokens", "all_tokens", "steps", "seconds", "tokens_seen", "train_seconds", "train_flops",
+    _COUNTERS = ("target_tokens", "all_tokens", "steps", "seconds", "tokens_seen", "train_seconds", "train_cpu_seconds",
+                 "train_flops",
                  "_sentences", "_src_tokens", "_tgt_tokens", "_step", "_epoch_seconds", "_epoch_batches",
                  "load_average_max")
 
@@ -100,15 +104,18 @@ class TrainThroughput(TrainingState):
         self.epoch_times = list(state["epoch_times"])
 
     def on_train_start(self, trainer, pl_module):
-        self._mark = self._now(pl_module)  # a run resumed mid-epoch gets no on_train_epoch_start
+        self._mark, self._cpu_mark = self._now(pl_module), time.process_time()  # resumed mid-epoch: no epoch start
 
     def on_train_epoch_start(self, trainer, pl_module):
-        self._mark = self._now(pl_module)
+        self._mark, self._cpu_mark = self._now(pl_module), time.process_time()
         self._epoch_seconds, self._epoch_batches = 0.0, 0
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         now = self._now(pl_module)
         seconds, self._mark = now - self._mark, now
+        cpu_now = time.process_time()
+        self.train_cpu_seconds += cpu_now - self._cpu_mark
+        self._cpu_mark = cpu_now
         if self.first_update_s is None:  # what a user waits for: imports, data, model, the first step
             self.first_update_s = time.time() - psutil.Process().create_time()
         target = int((batch["tgt_out"] != PAD_ID).sum())
@@ -144,16 +151,17 @@ class TrainThroughput(TrainingState):
             world = trainer.world_size
             pl_module.log("val/tokens_seen", float(world * self.tokens_seen))
             pl_module.log("val/train_seconds", self.train_seconds)
+            pl_module.log("val/train_cpu_seconds", float(world * self.train_cpu_seconds))
             pl_module.log("val/train_flops", float(world * self.train_flops))
 
     def on_validation_end(self, trainer, pl_module):
         if trainer.state.fn == "fit":
-            self._mark = self._now(pl_module)  # the clock restarts after validation
+            self._mark, self._cpu_mark = self._now(pl_module), time.process_time()  # clocks restart after validation
 
     def summary(self, world_size: int) -> dict:
         out = {"first_update_s": self.first_update_s,
                "tokens_seen": world_size * self.tokens_seen, "train_seconds": self.train_seconds,
-               "train_flops": world_size * self.train_flops,
+               "train_flops": world_size * self.train_flops, "train_cpu_seconds": world_size * self.train_cpu_seconds,
                "epoch_times_s": self.epoch_times,
                "time_per_epoch_s": sum(self.epoch_times) / len(self.epoch_times) if self.epoch_times else None,
                "mean_src_tokens": self._src_tokens / self._sentences if self._sentences else None,
@@ -389,7 +397,8 @@ class LearningCurve(TrainingState):
     """
 
     KEYS = {"bleu": "val/bleu", "nll": "val/nll", "tokens_seen": "val/tokens_seen",
-            "train_seconds": "val/train_seconds", "train_flops": "val/train_flops"}
+            "train_seconds": "val/train_seconds", "train_cpu_seconds": "val/train_cpu_seconds",
+            "train_flops": "val/train_flops"}
     BY_LENGTH = f"val/{LENGTH_METRIC}_"
 
     def __init__(self):

@@ -33,7 +33,14 @@ from seqbench.training.console import print_summary
 from seqbench.training.measurements import Recorders, measure
 from seqbench.training.resume import completed_before, recorded_config, resume_checkpoint
 from seqbench.training.status import Diverged, Interrupted, SignalGuard, guarded, record_stop
-from seqbench.training.trainer import best_checkpoint, build_trainer, epochs_trained, resumed_updates, stopped_by
+from seqbench.training.trainer import (
+    best_checkpoint,
+    build_trainer,
+    epochs_trained,
+    plateau_fields,
+    resumed_updates,
+    stopped_by,
+)
 
 # Lightning warns that a run resumed mid-epoch repeats batches unless its DataLoader is stateful; seqbench's batch
 # sampler resumes at the right batch instead (seqbench.training.callbacks.ResumeState): the warning would be wrong.
@@ -136,7 +143,8 @@ def _complete(cfg: DictConfig, job: _Job, guard: SignalGuard, started: float) ->
         throughput=job.recorders.throughput.summary(trainer.world_size), measurements=measurements,
         train={"wall_time_s": fit_seconds, "steps": trainer.global_step, "epochs": epochs_trained(trainer),
                "max_steps": trainer.max_steps, "stopped_by": stopped, "resumed_at": resumed_updates(trainer),
-               "best_checkpoint": None if best is None else relative(best, run_dir)},
+               "best_checkpoint": None if best is None else relative(best, run_dir),
+               **plateau_fields(trainer, job.recorders.curve.points, cfg.measure.get("target_bleu"))},
         curve=job.recorders.curve.points, wall_time_s=time.perf_counter() - started, seed=cfg.seed,
         device=torch.cuda.get_device_name(device) if device.type == "cuda" else str(device),
         threads=torch.get_num_threads(), config=recorded_config(cfg))
