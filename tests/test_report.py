@@ -502,3 +502,33 @@ def test_a_terminal_gets_bars_over_the_bootstraps_and_figures_and_a_log_none(mul
     figures = len(list((tmp_path / "out").glob("*.png")))  # no length-distance maps for this corpus
     assert "paired bootstrap" in err and "9/9 pairs of runs" in err  # 3 model pairs x 3 seed-matched runs
     assert "figures" in err and f"{figures}/{figures} figures" in err
+
+
+def test_runs_trained_to_a_plateau_say_which_reached_it_and_which_the_cap_stopped(tmp_path):
+    """budget=plateau records: the report's Runs table marks each run's updates "(plateau)" or "(the cap, before its
+    plateau)" and warns above the table about the latter; the headline's Budget names the rule, the range of updates
+    and the capped run; runs of two plateau rules are not one table."""
+    from seqbench.report.headline import headline
+    from seqbench.rundir.results import read_results, write_results
+
+    runs = make_multirun(tmp_path / "sweep", labels=("transformer",), seeds=(1, 2), n_sentences=30)
+    rule = {"monitor": "val/bleu", "window": 0.25, "min_gain": 0.3, "min_steps": 2400}
+    for job, steps, stopped_by in (("0", 5200, "plateau"), ("1", 12000, "max_steps")):
+        record = read_results(runs / job)
+        record["train"] = {"steps": steps, "max_steps": 12000, "stopped_by": stopped_by, "plateau_rule": rule}
+        record["data"], record["config"] = {"corpus": "synthetic-x"}, {"task_name": "equal_compute_plateau"}
+        write_results(record, runs / job)
+    text = write_report([runs], tmp_path / "out", n_samples=50).read_text()
+    warning = next(line for line in text.splitlines() if line.startswith("**Warning"))
+    assert "1 run trained to the plateau reached the update cap first (../sweep/1)" in warning
+    assert "| transformer | 1 | 5,200 (plateau) |" in text
+    assert "| transformer | 2 | 12,000 (the cap, before its plateau) |" in text
+    block = headline(runs)
+    assert ("Budget: each run to its plateau (its best greedy validation BLEU rose by less than 0.3 over the last 25% "
+            "of its updates; at least 2,400, at most 12,000 updates): 5,200-12,000 updates, 1 of 2 runs stopped by "
+            "the cap before their plateau (transformer seed 2).") in block
+    record = read_results(runs / "1")
+    record["train"]["plateau_rule"] = {**rule, "min_gain": 0.5}
+    write_results(record, runs / "1")
+    with pytest.raises(InputError, match="different rules"):
+        headline(runs)

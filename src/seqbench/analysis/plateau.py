@@ -20,6 +20,17 @@ FRACTIONS = (0.90, 0.95, 0.99)
 COSTS = ("step", "train_flops", "train_seconds", "train_cpu_seconds")  # what "reaching" a level cost
 
 
+def trained_to_plateau(results: dict) -> bool:
+    """Whether a run (its results.json) trained under the plateau rule (budget=plateau)."""
+    return bool((results.get("train") or {}).get("plateau_rule"))
+
+
+def capped_before_plateau(results: dict) -> bool:
+    """A run under the plateau rule that its cap (trainer.max_steps) or clock stopped first: its score is not at
+    its plateau, and every table that shows it says so."""
+    return trained_to_plateau(results) and results["train"].get("stopped_by") != "plateau"
+
+
 def window_gain(points: list[tuple[int, float]], window: float) -> tuple[int, float] | None:
     """(the update the window starts at, the best value's rise since then) over `points` = [(update, value)] in
     order: best of all points minus best of those at or before (1 - window) * the last update. None while no point

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from seqbench.analysis.compute import DEFAULT_TARGETS, compute_to_target, has_compute_curves
+from seqbench.analysis.plateau import capped_before_plateau, trained_to_plateau
 from seqbench.analysis.plots import (
     attention_figures,
     plot_bleu_vs_flops,
@@ -70,7 +71,20 @@ def _updates(run) -> str:
     train = run.results.get("train", {})
     if train.get("steps") is None:
         return "—"
-    return f"{train['steps']:,}" + (f" of {train['max_steps']:,} (max_time)" if _cut_short(run) else "")
+    if _cut_short(run):
+        return f"{train['steps']:,} of {train['max_steps']:,} (max_time)"
+    if capped_before_plateau(run.results):
+        return f"{train['steps']:,} (the cap, before its plateau)"
+    return f"{train['steps']:,}" + (" (plateau)" if trained_to_plateau(run.results) else "")
+
+
+def _capped_warning(runs, out: Path) -> list[str]:
+    capped = [run for run in runs if capped_before_plateau(run.results) and not _cut_short(run)]
+    if not capped:
+        return []
+    return [f"**Warning: {len(capped)} run{'s' * (len(capped) != 1)} trained to the plateau reached the update cap "
+            f"first ({', '.join(_from(out, run.path) for run in capped)}): their scores are at the cap, not at a "
+            "plateau; a higher trainer.max_steps resumes each from its last.ckpt.**", ""]
 
 
 def _shared_timing_warning(runs, out: Path) -> list[str]:
@@ -150,6 +164,7 @@ def _overview(runs, groups, split: str, tests: dict, n_samples: int, out: Path) 
         + ", ".join(f"{r['label']} ({len(r['seeds'])} seed{'s' * (len(r['seeds']) != 1)})" for r in rows) + ".", "",
         markdown_table(rows, tests, seed_tests, n_samples), "",
         *_cut_short_warning(runs, out),
+        *_capped_warning(runs, out),
         *_shared_timing_warning(runs, out),
         f"Values are means ± the 95% confidence interval over seeds (Student's t; one seed: the value alone). BLEU "
         f"and chrF are sacreBLEU ({signature}). Seeds are the unit of inference: `Δ BLEU vs {best}` is the "
