@@ -74,6 +74,22 @@ FORBIDDEN = [
     ("searched recipe (`conf/recipe/rnnsearch_small.yaml`)",
      "that file now includes the equal multi-fidelity search's recipe; the RNN presets use "
      "conf/recipe/equal_search/rnnsearch_small.yaml"),
+    ("isolates its cause",
+     "the controlled pair's slope difference is at 2,200 updates, where RNNenc's validation NLL was still falling in "
+     "all 5 seeds: it mixes the fixed-length context with slower learning"),
+    ("its cause isolated", "the same: a slope difference at a cap where RNNenc was still learning"),
+    ("is what replacing attention by a fixed-length context costs",
+     "causal, from runs stopped while RNNenc was still learning"),
+    ("shows how RNNenc's curve levels off",
+     "the faithful pair's RNNenc was still gaining at 8,800 updates (22.3-22.8 -> 24.0-24.8 over the last quarter)"),
+    ("RNNenc's short sentences levelled off",
+     "an interval of the last quarter's gain that spans 0 shows no gain measured, not a level"),
+    ("not whether it agrees", "equivalence from 3 seeds with intervals of 20-50 points"),
+    ("the gaps grow with sentence length",
+     "the slope test supports RNNsearch against each other family, not ConvS2S against the Transformer"),
+    ("32 live draws of 64",
+     "a live draw scored above 1 BLEU at the first rung: 13 / 13 / 34 of 64 in the first search (recipes.md); 32 of "
+     "64 is the draws a family factor did not rule out"),
     ("# Equal compute", "equal_compute holds updates and training tokens equal, not FLOPs"),
     ("[equal compute](", "equal_compute holds updates and training tokens equal, not FLOPs"),
 ]
@@ -366,3 +382,36 @@ def test_the_settled_recipes_equal_compute_is_what_its_records_hold():
     floor = 2 / math.comb(10, 5)  # 5 vs 5 seeds, two-sided
     assert exact_p(settled["cnn"], settled["transformer"]) > 1.5 * floor
     assert "that pair's p is above the design's floor" in text
+
+
+def test_the_readmes_length_sentence_is_what_the_slope_test_over_its_records_says():
+    """README: RNNsearch's BLEU falls less with length than either other family's, ConvS2S's and the Transformer's
+    slopes not told apart: the generated slope table of equal_compute.md (test_readme keeps it equal to the records)
+    gives each RNNsearch pair a Holm-adjusted p below 0.05 and the ConvS2S / Transformer pair one above."""
+    rows = {line.split(" | ")[0].strip("| "): line for line in
+            (ROOT / "docs/experiments/equal_compute.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith("| ") and "(floor" in line and " | all | " in line}
+    p = {pair: float(line.split(" | ")[-1].split(" (floor")[0]) for pair, line in rows.items()}
+    assert p["rnn − cnn"] < 0.05 and p["rnn − transformer"] < 0.05 and p["cnn − transformer"] >= 0.05, p
+    assert ("By the slope test over seeds, RNNsearch's BLEU falls less with sentence length than either other "
+            "family's, while ConvS2S's and the Transformer's slopes are not told apart") in TEXTS["README.md"]
+
+
+@pytest.mark.parametrize("name", ["conf/experiment/arch_comparison.yaml", "conf/experiment/rnn_vs_attention.yaml",
+                                  "conf/experiment/rnn_vs_attention_longrange.yaml",
+                                  "conf/experiment/luong_variants.yaml", "conf/experiment/position_extrapolation.yaml",
+                                  "sweeps/transformer_shape.yaml"])
+def test_presets_on_the_first_searchs_recipes_say_so(name):
+    """The six presets whose committed records used the first, unequal search's recipes (conf/recipe/equal_search/)
+    say so in their header and on their page; every other comparison preset is on a later search's recipes."""
+    text = flat((ROOT / name).read_text(encoding="utf-8"))
+    assert "equal in # trials but not in effect" in text or "equal in trials but not in effect" in text, name
+    page = TEXTS[f"docs/experiments/{Path(name).stem}.md"]
+    assert "**Recipes of the first, unequal search.**" in page
+
+
+def test_no_other_comparison_preset_picks_the_first_searchs_recipes():
+    labelled = {"arch_comparison", "rnn_vs_attention", "luong_variants", "position_extrapolation"}
+    picks = {p.stem for p in (ROOT / "conf/experiment").glob("*.yaml")
+             if "override /recipe: equal_search/" in p.read_text()}
+    assert picks == labelled, picks
