@@ -101,6 +101,7 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "train": boolean(),
     "test": boolean(),
     "ckpt_path": text("a checkpoint file path", none=True),
+    "init_from": text("a run directory, checkpoint or exported model", none=True),
     # Lightning Trainer (precision and deterministic: the values its signature declares, checked by check_targets)
     "trainer.max_steps": integer(-1, note=" (-1: no step limit)"),
     "trainer.max_epochs": integer(-1, none=True, note=" (-1: no epoch limit)"),

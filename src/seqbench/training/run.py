@@ -29,6 +29,7 @@ from seqbench.rundir.layout import RunDir
 from seqbench.rundir.loading import model_spec, save_run_files
 from seqbench.rundir.lock import run_directory_lock
 from seqbench.rundir.results import completed_record, summary_metrics, write_results
+from seqbench.training import init_from
 from seqbench.training.console import print_summary
 from seqbench.training.measurements import Recorders, measure
 from seqbench.training.resume import completed_before, recorded_config, resume_checkpoint
@@ -101,6 +102,7 @@ class _Job:
     recorders: Recorders
     trainer: L.Trainer
     checkpoint_in: str | None  # the checkpoint it resumes from (or, with train=false, evaluates)
+    init: dict | None          # train.init: the weights it started from (init_from), or None
 
 
 def _prepare(cfg: DictConfig, guard: SignalGuard) -> _Job:
@@ -114,16 +116,22 @@ def _prepare(cfg: DictConfig, guard: SignalGuard) -> _Job:
     checkpoint_in = resume_checkpoint(cfg, Path(cfg.paths.output_dir))
     if not cfg.get("train", True) and checkpoint_in is None:
         raise InputError("train=false evaluates a trained model: set ckpt_path=<file.ckpt>")
+    if cfg.get("init_from") and not cfg.get("train", True):
+        raise InputError("init_from starts training from saved weights; to evaluate a model, set train=false "
+                         "ckpt_path=<file.ckpt> without init_from")
+    init = init_from.record(cfg) if cfg.get("init_from") else None  # its mistakes before the data is prepared
     datamodule = instantiate(cfg.data)
     datamodule.prepare_data()
     datamodule.setup("fit")
     model, model_cfg, spec, resumed_at = _model(cfg, datamodule, checkpoint_in)
+    # init_from applies once: a fine-tuning run that resumes continues from its own checkpoint
+    keep_state = init_from.initialise(cfg, model, spec) if init and checkpoint_in is None else None
     # model_spec goes in after instantiation: Hydra would try to build the `_target_` inside its model config
     module = instantiate(cfg.module, _partial_=True, _convert_="all")(model=model, model_spec=spec,
                                                                       evaluation_data=datamodule.evaluation)
     recorders = Recorders.for_run(cfg)
-    trainer = build_trainer(cfg, recorders, resumed_at)
-    return _Job(datamodule, model, model_cfg, spec, module, recorders, trainer, checkpoint_in)
+    trainer = build_trainer(cfg, recorders, resumed_at, [keep_state] if keep_state else [])
+    return _Job(datamodule, model, model_cfg, spec, module, recorders, trainer, checkpoint_in, init)
 
 
 def _complete(cfg: DictConfig, job: _Job, guard: SignalGuard, started: float) -> dict:
@@ -144,7 +152,8 @@ def _complete(cfg: DictConfig, job: _Job, guard: SignalGuard, started: float) ->
         train={"wall_time_s": fit_seconds, "steps": trainer.global_step, "epochs": epochs_trained(trainer),
                "max_steps": trainer.max_steps, "stopped_by": stopped, "resumed_at": resumed_updates(trainer),
                "best_checkpoint": None if best is None else relative(best, run_dir),
-               **plateau_fields(trainer, job.recorders.curve.points, cfg.measure.get("target_bleu"))},
+               **plateau_fields(trainer, job.recorders.curve.points, cfg.measure.get("target_bleu")),
+               **({"init": job.init} if job.init else {})},
         curve=job.recorders.curve.points, wall_time_s=time.perf_counter() - started, seed=cfg.seed,
         device=torch.cuda.get_device_name(device) if device.type == "cuda" else str(device),
         threads=torch.get_num_threads(), config=recorded_config(cfg))

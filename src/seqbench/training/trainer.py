@@ -16,13 +16,14 @@ from seqbench.training.measurements import Recorders
 from seqbench.training.plateau import PlateauStopping
 
 
-def build_trainer(cfg: DictConfig, recorders: Recorders, resumed_at: int | None):
-    """The Lightning Trainer with the config's loggers and callbacks and the recorders."""
+def build_trainer(cfg: DictConfig, recorders: Recorders, resumed_at: int | None, extra_callbacks=()):
+    """The Lightning Trainer with the config's loggers and callbacks, the recorders and `extra_callbacks` (the run's
+    own, such as init_from's KeepTrainingState)."""
     loggers = [instantiate(c) for c in cfg.get("logger", {}).values() if c is not None] or False
     for logger in loggers or []:  # a resumed run continues its metrics.csv and its W&B run
         if isinstance(logger, (ResumableCSVLogger, WandbLogger)) and resumed_at is not None:
             logger.resume_from(resumed_at)
-    callbacks = [recorders.throughput, recorders.curve,
+    callbacks = [recorders.throughput, recorders.curve, *extra_callbacks,
                  *(instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None)]
     if not loggers:  # logger=none: LearningRateMonitor refuses a Trainer without a logger; there is nothing to log to
         callbacks = [c for c in callbacks if not isinstance(c, LearningRateMonitor)]
