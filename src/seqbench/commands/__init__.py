@@ -24,9 +24,46 @@ COMMANDS = {
 
 def usage() -> str:
     width = max(map(len, COMMANDS))
-    lines = ["usage: seqbench <command> [arguments]   (seqbench <command> --help for its arguments)", "",
+    lines = ["usage: seqbench <command> [arguments]   (seqbench <command> --help for its arguments)",
+             "       seqbench --version | -sc install=bash (shell completion, as `seqbench train -sc ...`)", "",
              "commands:"]
     return "\n".join(lines + [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()])
+
+
+def version() -> str:
+    """`seqbench X.Y.Z`, and the commit of the checkout it runs from where there is one (as records name it)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    from seqbench.rundir.results import source_commit
+
+    try:
+        number = installed("seqbench")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        number = "(not installed)"
+    commit = source_commit()
+    return f"seqbench {number}" + (f" (commit {commit})" if commit else "")
+
+
+def _completion(argv: list[str]) -> int:
+    """Hydra's shell completion for `seqbench`: its installed script asks `seqbench -sc query=<shell>` with the line
+    in COMP_LINE. A line past `seqbench train ` is Hydra's to complete, as the line `seqbench ...` without the
+    command; otherwise the word being typed is a command's name. install/uninstall print Hydra's script."""
+    from seqbench.commands.train import main as train
+
+    line = os.environ.get("COMP_LINE", "")
+    words = line.split()
+    if not any(a.startswith("query=") for a in argv[1:]) or words[1:2] == ["train"] and (len(words) > 2
+                                                                                         or line.endswith(" ")):
+        if words[1:2] == ["train"]:
+            cut = line.index("train") + len("train")
+            os.environ["COMP_LINE"] = line[:line.index("train")].rstrip() + line[cut:]
+            point = int(os.environ.get("COMP_POINT", len(line)))
+            os.environ["COMP_POINT"] = str(max(0, point - (len(line) - len(os.environ["COMP_LINE"]))))
+        return train(argv)
+    typed = words[1] if len(words) > 1 and not line.endswith(" ") else ""
+    print(" ".join(name for name in [*COMMANDS, "--version", "--help"] if name.startswith(typed)))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -36,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(usage(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        print(version())
+        return 0
+    if argv[0] in ("-sc", "--shell-completion"):
+        return _completion(argv)
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS and "=" in name and os.environ.get("LOCAL_RANK"):
         # A DDP rank that Lightning started: it re-runs this process's command line, which Hydra saw without the

@@ -35,8 +35,7 @@ from seqbench.rundir.loading import load_run
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = ArgumentParser(prog="seqbench translate", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = ArgumentParser(prog="seqbench translate", description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="run directory, a .ckpt inside one, or an exported folder")
     parser.add_argument("--checkpoint", default="best", help="best, last, or a .ckpt path (run directories only)")
     parser.add_argument("--input", type=Path, help="file of source sentences, one per line (default: stdin, "

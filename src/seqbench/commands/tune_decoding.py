@@ -15,8 +15,7 @@ from seqbench.decoding.search import NORMALIZATIONS
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = ArgumentParser(prog="seqbench tune-decoding", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = ArgumentParser(prog="seqbench tune-decoding", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run directories of one model (its seeds)")
     parser.add_argument("--out", type=Path, required=True, help="folder for decoding.json and decoding.md")
     parser.add_argument("--beams", type=int, nargs="+", default=list(decoding_tuning.BEAMS))
