@@ -180,6 +180,34 @@ def test_export_round_trips_through_translate(run_dir, tmp_path):
     assert (tmp_path / "hyp.txt").read_text() == (run_dir / "hypotheses.test.txt").read_text()
 
 
+def test_an_export_is_readable_as_the_umask_allows_and_its_card_carries_hub_metadata(run_dir, tmp_path):
+    """safetensors writes 0600 files; the export's files get the modes the umask gives (0644 under 022) so others
+    can read it on shared storage. The card's front matter is what huggingface_hub reads: license, tags, the test
+    scores as a model-index (language only for natural languages: the synthetic pair has none)."""
+    from huggingface_hub import ModelCard
+
+    from seqbench.commands.export import main as export
+    from seqbench.rundir.model_card import languages
+
+    old = os.umask(0o022)
+    try:
+        export([str(run_dir), str(tmp_path / "exported"), "--license", "cc-by-4.0"])
+    finally:
+        os.umask(old)
+    out = tmp_path / "exported"
+    assert {oct(p.stat().st_mode & 0o777) for p in out.rglob("*") if p.is_file()} == {"0o644"}
+    assert {oct(p.stat().st_mode & 0o777) for p in [out, *out.rglob("*")] if p.is_dir()} == {"0o755"}
+    card = ModelCard.load(out / "README.md").data.to_dict()
+    results = read_results(run_dir)
+    assert card["license"] == "cc-by-4.0" and card["library_name"] == "seqbench" and "language" not in card
+    assert card["tags"] == ["translation", "seqbench", results["model"]["name"]]
+    metrics = card["model-index"][0]["results"][0]["metrics"]
+    assert metrics[0] == {"type": "bleu", "name": "test BLEU", "value": round(results["test"]["bleu"], 2)}
+    assert languages({"pair": "en-fr", "direction": "reverse"}) == ["fr", "en"]
+    assert languages({"src_lang": "de", "tgt_lang": "en"}) == ["de", "en"]
+    assert languages({"src_lang": "src", "tgt_lang": "tgt"}) == []  # the files corpus's placeholders
+
+
 def _foreign_checkpoint(run_dir: Path, tmp_path: Path, kind: str) -> Path:
     """A checkpoint of this run made to look like one of another architecture or another vocabulary."""
     from conftest import MODEL_CASES, build_tiny_model

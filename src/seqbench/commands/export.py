@@ -29,11 +29,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="ctranslate2: also write the weights as a CTranslate2 model (Transformer runs)")
     parser.add_argument("--quantization", help="with --format ctranslate2: CTranslate2's weight type, e.g. int8, "
                                                "int8_float32, int16, float16 (default: float32)")
+    parser.add_argument("--license", default="mit",
+                        help="the model card's license (Hugging Face Hub metadata): MIT, seqbench's, fits its "
+                             "synthetic and public-domain corpora; give your data's terms for other corpora")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    out = export(args.run, args.out, args.checkpoint, args.format, args.quantization)
+    out = export(args.run, args.out, args.checkpoint, args.format, args.quantization, args.license)
     engine = " --engine ctranslate2" if args.format == "ctranslate2" else ""
     print(f"exported to {out}: seqbench translate {out}{engine}", file=sys.stderr)

@@ -4,6 +4,7 @@ results.json, a model card (seqbench.rundir.model_card) and, with the ctranslate
 CTranslate2 model (seqbench.decoding.ctranslate2)."""
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -18,9 +19,10 @@ FORMATS = ("seqbench", "ctranslate2")
 
 
 def export(run: Path, out: Path, checkpoint: str = "best", model_format: str = "seqbench",
-           quantization: str | None = None) -> Path:
+           quantization: str | None = None, license_id: str = "mit") -> Path:
     """Writes the run's `checkpoint` (best, last or a path) as an exported folder `out` (which must not exist, or be
-    empty), in `model_format` (FORMATS; ctranslate2 with CTranslate2's `quantization`); returns `out`."""
+    empty), in `model_format` (FORMATS; ctranslate2 with CTranslate2's `quantization`), its model card declaring
+    `license_id`; returns `out`."""
     from safetensors.torch import save_model
 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -52,11 +54,21 @@ def export(run: Path, out: Path, checkpoint: str = "best", model_format: str = "
         for name in ("model_file", "results", "config_file"):
             if getattr(run, name).is_file():
                 shutil.copyfile(getattr(run, name), getattr(exported, name))
-        (tmp / "README.md").write_text(model_card(results, command, loaded.weights.name),
+        (tmp / "README.md").write_text(model_card(results, command, loaded.weights.name, license_id),
                                        encoding="utf-8")
         if model_format == "ctranslate2":
             from seqbench.decoding.ctranslate2 import convert, vocabulary
 
             convert(loaded.model, vocabulary(loaded.tokenizers.src), vocabulary(loaded.tokenizers.tgt),
                     exported.ctranslate2, quantization)
+        _readable_as_umask_allows(tmp)
     return out
+
+
+def _readable_as_umask_allows(folder: Path) -> None:
+    """Every file and folder of the export with the modes the user's umask gives new files (safetensors writes
+    through a private temporary file, 0600): an export on shared storage is readable like the rest of the run."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod((0o777 if path.is_dir() else 0o666) & ~mask)

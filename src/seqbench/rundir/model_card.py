@@ -31,11 +31,43 @@ def _number(value, fmt: str = ",.1f") -> str:
     return "—" if value is None else format(value, fmt)
 
 
-def model_card(results: dict, command: str, weights_name: str) -> str:
-    """README.md of an exported model, from the run's results.json."""
+def languages(corpus: dict) -> list[str]:
+    """The ISO codes of a corpus config's two sides where it names them (a Bible pair, a Hugging Face dataset's or
+    files' src_lang/tgt_lang), source first; [] for the synthetic pair, which is no natural language."""
+    if corpus.get("pair"):  # the Bible: "en-fr", read backwards with direction=reverse
+        sides = str(corpus["pair"]).split("-")
+        return sides[::-1] if corpus.get("direction") == "reverse" else sides
+    sides = [corpus.get("src_lang"), corpus.get("tgt_lang")]
+    return [str(s) for s in sides] if all(sides) and not {"src", "tgt"} & set(sides) else []
+
+
+def card_metadata(results: dict, license_id: str) -> dict:
+    """The Hugging Face Hub metadata of the card (its YAML front matter): language pair, license, tags and the test
+    scores as a model-index, so `huggingface_hub.upload_folder` publishes a searchable, scored model."""
+    corpus = (results.get("config") or {}).get("data", {}).get("corpus", {})
+    scores = [{"type": metric, "name": f"test {metric.upper() if metric == 'bleu' else 'chrF'}",
+               "value": round(results["test"][metric], 2)} for metric in ("bleu", "chrf")
+              if metric in results.get("test", {})]
+    meta = {"library_name": "seqbench", "license": license_id, "pipeline_tag": "translation",
+            "tags": ["translation", "seqbench", results["model"]["name"]], "metrics": ["bleu", "chrf"]}
+    if languages(corpus):
+        meta["language"] = languages(corpus)
+    if scores:
+        meta["model-index"] = [{"name": str(results.get("label", results["model"]["name"])), "results": [{
+            "task": {"type": "translation", "name": "Translation"},
+            "dataset": {"type": results["data"]["corpus"], "name": results["data"]["corpus"], "split": "test"},
+            "metrics": scores}]}]
+    return meta
+
+
+def model_card(results: dict, command: str, weights_name: str, license_id: str = "mit") -> str:
+    """README.md of an exported model, from the run's results.json, with the Hub's metadata as front matter."""
+    import yaml
+
     data, model, throughput = results["data"], results["model"], results.get("throughput", {})
     evaluated = Path(str(results.get("train", {}).get("best_checkpoint") or "")).name
     lines = [
+        "---", yaml.safe_dump(card_metadata(results, license_id), sort_keys=False).rstrip(), "---", "",
         f"# {results.get('label', model['name'])}: a seqbench {model['name']} translation model", "",
         f"A `{model['class']}` with {results['parameters']:,} parameters, trained with seqbench on "
         f"`{data['corpus']}`.", "",
