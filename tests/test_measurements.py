@@ -150,3 +150,40 @@ def test_peak_memory_after_reset():
     memory = peak_memory(torch.device("cpu"))
     assert memory["cuda_max_allocated_mb"] is None
     assert math.isfinite(memory["cpu_rss_peak_mb"]) and memory["cpu_rss_peak_mb"] > 0
+
+
+def test_the_package_imports_and_measures_memory_without_the_posix_resource_module(monkeypatch):
+    """Windows has no `resource` module (and no /proc): seqbench still imports, and the peak comes from psutil's
+    peak working set, or is None where psutil has none; on Linux /proc is read first, as before."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    import psutil
+
+    import seqbench.measure.memory as memory
+
+    monkeypatch.setitem(sys.modules, "resource", None)  # `import resource` now raises ImportError
+    reloaded = importlib.reload(memory)
+    original_is_file = Path.is_file
+    monkeypatch.setattr(Path, "is_file", lambda self: False if str(self) == "/proc/self/status"
+                        else original_is_file(self))
+    monkeypatch.setattr(psutil.Process, "memory_info", lambda self: type("Info", (), {"peak_wset": 3 * 2**20})())
+    assert reloaded._cpu_peak_mb() == 3.0
+    monkeypatch.setattr(psutil.Process, "memory_info", lambda self: type("Info", (), {})())
+    assert reloaded._cpu_peak_mb() is None
+    monkeypatch.undo()
+    importlib.reload(memory)
+
+
+def test_logger_wandb_without_wandb_installed_is_one_line(monkeypatch):
+    import sys
+
+    import pytest
+
+    from seqbench.common.errors import ConfigError
+    from seqbench.loggers.wandb_logger import WandbLogger
+
+    monkeypatch.setitem(sys.modules, "wandb", None)
+    with pytest.raises(ConfigError, match=r"logger=wandb: W&B is not installed: pip install 'seqbench\[wandb\]'"):
+        WandbLogger(project="x")

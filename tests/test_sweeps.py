@@ -81,7 +81,7 @@ def _sweeper_values(params: dict) -> dict[str, list]:
     return {o.key_or_group: list(o.sweep_iterator()) if o.is_sweep_override() else [o.value()] for o in parsed}
 
 
-def test_transformer_shape_is_one_space_for_wandb_hydra_grid_and_optuna():
+def test_transformer_shape_is_one_space_for_wandb_and_the_hydra_grid():
     """sweeps/transformer_shape.yaml is the space's one definition: Hydra's grid preset is what it generates, and the
     Optuna preset searches the grid's shapes at its first seed; both compose to the W&B trials' budget and the
     Transformer's recipe from the equal search (no schedule of their own; not the quickstart's, which differs in lr,
@@ -98,7 +98,7 @@ def test_transformer_shape_is_one_space_for_wandb_hydra_grid_and_optuna():
     assert {k: from_wandb["scheduler"][k] for k in recipe["scheduler"]} == recipe["scheduler"]
     assert {k: from_wandb["model"][k] for k in recipe["model"]} == recipe["model"]
     assert from_wandb["scheduler"]["total_steps"] == from_wandb["trainer"]["max_steps"] == 1000
-    for preset, expected in (("transformer_shape", space), ("transformer_optuna", {**space, "seed": [1]})):
+    for preset, expected in (("transformer_shape", space),):
         from_preset = compose_train([f"hparams_search={preset}"], hydra_config=True)
         assert _sweeper_values(from_preset.hydra.sweeper.params) == expected, preset
         for key in ("trainer", "scheduler", "optimizer", "test"):
@@ -106,13 +106,6 @@ def test_transformer_shape_is_one_space_for_wandb_hydra_grid_and_optuna():
         assert from_preset["data"]["max_src_len"] == from_wandb["data"]["max_src_len"] == 20
         assert {k: from_preset["model"][k] for k in recipe["model"]} == recipe["model"], preset
     assert compose_train(["hparams_search=transformer_shape"])["task_name"] == from_wandb["task_name"]
-
-
-def test_optuna_preset_composes_with_the_optuna_sweeper():
-    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
-    cfg = compose_train(["hparams_search=transformer_optuna"], hydra_config=True)
-    assert cfg.hydra.sweeper._target_.endswith("OptunaSweeper") and cfg.hydra.sweeper.direction == "maximize"
-    assert str(cfg.hydra.mode) == "RunMode.MULTIRUN"
 
 
 def test_trial_command_is_the_wandb_agents(tmp_path):
@@ -477,21 +470,6 @@ def test_local_sweep_end_to_end_with_report(tmp_path, capsys):
         assert (out / f"{name}.png").stat().st_size > 1000, name
     text = (out / "report.md").read_text()
     assert "| model.n_heads | shape.layers | model.d_ff | seeds |" in text and "error: model.n_heads=3" in text
-
-
-def test_hydra_optuna_sweeper_runs_the_transformer_space(tmp_path, capsys):
-    """`seqbench train hparams_search=transformer_optuna` (no -m: the preset sets hydra.mode) on tiny settings: the
-    sweeper's best value is the best trial's validation BLEU, which Hydra's task function returned."""
-    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
-    status, _, err = seqbench_cli(["train", "hparams_search=transformer_optuna", "hydra.sweeper.n_trials=2",
-                                   f"hydra.sweep.dir={tmp_path / 'multirun'}", f"paths.cache_dir={tmp_path / 'cache'}",
-                                   *TINY, "model.d_model=64",  # 64: every heads value of the space divides it
-                                   "scheduler.warmup_steps=2"], capsys)
-    assert status == 0, err[-3000:]
-    best = yaml.safe_load((tmp_path / "multirun" / "optimization_results.yaml").read_text())
-    assert set(best["best_params"]) == {"model.n_heads", "shape.layers", "model.d_ff"}
-    trials = [read_results(p) for p in sorted((tmp_path / "multirun").glob("*/results.json"))]
-    assert len(trials) == 2 and best["best_value"] == max(r["valid"]["bleu"] for r in trials)
 
 
 def test_sweep_report_folds_seeds_and_finds_the_pareto_front():

@@ -104,6 +104,10 @@ class WandbLogger(LightningWandbLogger):
     log_model, ...; the rest go to wandb.init). `offline` is not used: the mode says it."""
 
     def __init__(self, *, mode: str | None = None, init_timeout: float = 10.0, **kwargs):
+        try:
+            import wandb  # noqa: F401
+        except ImportError:  # an optional extra since the default logger is csv
+            raise ConfigError("logger=wandb: W&B is not installed: pip install 'seqbench[wandb]'") from None
         if mode is not None and mode not in _allowed_modes():
             raise ConfigError(f"logger.wandb.mode={mode!r}: allowed values are null, {', '.join(_allowed_modes())}")
         # offline=False: Lightning would otherwise set WANDB_MODE for the whole process (every later job) and refuse

@@ -2,7 +2,6 @@
 `reset_peak_memory` (called when a run starts)."""
 from __future__ import annotations
 
-import resource
 from pathlib import Path
 
 import torch
@@ -22,12 +21,19 @@ def reset_peak_memory() -> None:
             torch.cuda.reset_peak_memory_stats(i)
 
 
-def _cpu_peak_mb() -> float:
+def _cpu_peak_mb() -> float | None:
     status = Path("/proc/self/status")
     if status.is_file():
         for line in status.read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024  # kB
+    try:
+        import resource  # POSIX only
+    except ImportError:  # Windows: neither /proc nor resource; psutil reads the peak working set
+        import psutil
+
+        peak = getattr(psutil.Process().memory_info(), "peak_wset", None)
+        return None if peak is None else peak / 2**20
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB (macOS bytes)
 
 

@@ -38,11 +38,13 @@ class SweepError(ConfigError):
 
 
 def require_optuna() -> None:
-    """Local sweeps and searches propose and prune with Optuna, an optional extra: one line when it is missing."""
-    try:
-        import optuna  # noqa: F401
-    except ImportError:
-        raise InputError("local sweeps need Optuna: pip install 'seqbench[optuna]'") from None
+    """Local sweeps and searches propose and prune with Optuna and build trials' commands with W&B's helpers, both of
+    the `sweep` extra: one line when either is missing."""
+    for module, name in (("optuna", "Optuna"), ("wandb", "W&B's command builder")):
+        try:
+            __import__(module)
+        except ImportError:
+            raise InputError(f"local sweeps need {name}: pip install 'seqbench[sweep]'") from None
 
 def load(path: str | Path) -> dict:
     """The sweep file as a dict, checked against W&B's schema."""
