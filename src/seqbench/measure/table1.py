@@ -149,11 +149,12 @@ def layer_flops(kind: str, batch: int, n: int, d: int, kernel: int = 3) -> int:
 def counted_flops(layer: nn.Module, x: torch.Tensor) -> int:
     """The forward FLOPs torch.utils.flop_counter.FlopCounterMode counts. Its registry lacks two CPU kernels, the
     fused scaled_dot_product_attention (_scaled_dot_product_flash_attention_for_cpu) and the oneDNN LSTM, so both are
-    counted on their decomposed paths (the MATH attention backend, oneDNN off), which do the same products."""
+    counted on their decomposed paths (the MATH attention backend, oneDNN off), which do the same products; autograd
+    stays on, so seqbench's Linear takes F.linear (its inference path calls oneDNN, which the counter lacks too)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), torch.backends.mkldnn.flags(enabled=False), \
+    with sdpa_kernel(SDPBackend.MATH), torch.backends.mkldnn.flags(enabled=False), \
             FlopCounterMode(display=False) as counter:
         layer(x)
     return counter.get_total_flops()
