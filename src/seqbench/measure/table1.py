@@ -206,7 +206,8 @@ def _window(fn, reps: int, device: torch.device) -> float:
 
 
 def _calibrated(fn, device: torch.device, seconds: float) -> int:
-    """Calls per window: two untimed calls (allocator, first kernels), then enough for `seconds`."""
+    """Calls per window: one untimed call (the allocator, first kernels), then one timed call sizes the window to
+    about `seconds` (at least one call, at most 1,000)."""
     fn()
     once = _window(fn, 1, device)
     return max(1, min(1000, round(seconds / max(once, 1e-9))))
