@@ -44,6 +44,20 @@ RATIO_CONFIDENCE = 0.95
 MAX_INTERVAL = 0.2  # a ratio is given when the RATIO_CONFIDENCE interval of its median spans at most 20% of it
 
 
+def median_interval(values: list[float]) -> tuple[float, list[float] | None]:
+    """The median of repeated measurements (per-round timings or ratios) and its distribution-free RATIO_CONFIDENCE
+    interval from order statistics (scipy.stats.quantile_test); None as the interval where too few values give
+    one (fewer than 6 for 95%)."""
+    import math
+    import statistics
+
+    from scipy.stats import quantile_test
+
+    median = statistics.median(values)
+    ci = quantile_test(values, q=median, p=0.5).confidence_interval(RATIO_CONFIDENCE)
+    return median, [float(ci.low), float(ci.high)] if math.isfinite(ci.low) and math.isfinite(ci.high) else None
+
+
 def median_ratio(ratios: list[float]) -> dict:
     """The median of per-round ratios (seqbench over another row, timed side by side in each round) with a
     distribution-free confidence interval for it, from order statistics (scipy.stats.quantile_test), and the ratio
@@ -51,13 +65,8 @@ def median_ratio(ratios: list[float]) -> dict:
     interval narrows as rounds are added, so a noisy host calls for more rounds (`seqbench bench --max-rounds`)
     instead of never giving a ratio; fewer than 6 rounds cannot give a 95% interval at all (`interval` None)."""
     import math
-    import statistics
 
-    from scipy.stats import quantile_test
-
-    median = statistics.median(ratios)
-    ci = quantile_test(ratios, q=median, p=0.5).confidence_interval(RATIO_CONFIDENCE)
-    interval = [float(ci.low), float(ci.high)] if math.isfinite(ci.low) and math.isfinite(ci.high) else None
+    median, interval = median_interval(ratios)
     width = (interval[1] - interval[0]) / median if interval and median > 0 else math.inf
     return {"ratio": median if width <= MAX_INTERVAL else None, "median": median, "interval": interval,
             "rounds": list(ratios)}

@@ -18,7 +18,8 @@ directories and --by-budget: the same models trained for different numbers of up
 decoding against another's and against CTranslate2 (seqbench.report.bench.decode_ab_headline), or a `seqbench data
 benchmark` record and --scale: the data path's cost by corpus size (seqbench.report.scale), or --curve: validation
 BLEU at every validation during training, overall and on the shortest sentences, with the last quarter's gain
-(seqbench.report.curve).
+(seqbench.report.curve), or a `seqbench bench --table1` record and --table1: Table 1 of Vaswani et al. measured
+(seqbench.report.table1).
 `--headline FILE` rewrites every block of the file from its records, and tests/test_readme.py fails when a block and
 its records disagree.
 """
@@ -62,6 +63,7 @@ from seqbench.report.markdown import (
     seed_test,
 )
 from seqbench.report.scale import scale_headline
+from seqbench.report.table1 import table1_headline
 from seqbench.rundir.reader import load_runs, named_path
 
 BLOCK = re.compile(r"(<!-- headline: (?P<args>[^>]*?) -->\n)(?P<body>.*?)(<!-- /headline -->)", re.S)
@@ -260,7 +262,8 @@ def _block_args(args: str) -> tuple[list[str], float, set[str]]:
     source length), --length-tests (that with per-bucket and slope tests), --train-flops (training tokens and FLOPs of
     the whole budget), --by-budget (the directories are budgets of the same models), --bench (the directories are
     `seqbench bench` records), --decode-ab (the arguments are decoding A/B records), --scale (the directory is a
-    `seqbench data benchmark` record), --curve (validation BLEU over training)."""
+    `seqbench data benchmark` record), --curve (validation BLEU over training), --table1 (the directory is a
+`seqbench bench --table1` record)."""
     words = shlex.split(args)
     target = float(words[words.index("--target-bleu") + 1]) if "--target-bleu" in words else 80.0
     directories = [w for i, w in enumerate(words) if not w.startswith("--")
@@ -283,6 +286,8 @@ def render(text: str, root: Path = Path(".")) -> str:
             body = speed_headline([root / d for d in directories], directories)
         elif "--decode-ab" in options:
             body = decode_ab_headline([root / d for d in directories], directories)
+        elif "--table1" in options:
+            body = table1_headline(root / directories[0], directories[0])
         elif "--scale" in options:
             body = scale_headline(root / directories[0], directories[0])
         elif "--by-budget" in options:
