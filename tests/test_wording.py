@@ -415,3 +415,20 @@ def test_no_other_comparison_preset_picks_the_first_searchs_recipes():
     picks = {p.stem for p in (ROOT / "conf/experiment").glob("*.yaml")
              if "override /recipe: equal_search/" in p.read_text()}
     assert picks == labelled, picks
+
+
+def test_config_comments_quote_the_records_and_defaults_they_name():
+    """Numbers in conf/ comments that come from a record or a default are that record's or default's: the quickstart's
+    wall time and parameter count (docs/results/quickstart), and measure.decode_sentences's default."""
+    import yaml
+
+    quickstart = json.loads((RESULTS / "quickstart" / "results.json").read_text(encoding="utf-8"))
+    conf = ROOT / "conf"
+    trainer = flat((conf / "trainer" / "default.yaml").read_text(encoding="utf-8"))
+    assert f"wall_time_s {quickstart['wall_time_s']:.0f} s" in trainer
+    model = (conf / "model" / "transformer.yaml").read_text(encoding="utf-8")
+    assert f"{quickstart['parameters'] / 1e6:.1f}M parameters" in model
+    default = yaml.safe_load((conf / "train.yaml").read_text(encoding="utf-8"))["measure"]["decode_sentences"]
+    quoted = [(path.name, int(n)) for path in conf.rglob("*.yaml") for line in path.read_text().splitlines()
+              if "decode_sentences" in line for n in re.findall(r"(?:default|train\.yaml's) (\d+)", line)]
+    assert quoted and all(n == default for _, n in quoted), quoted

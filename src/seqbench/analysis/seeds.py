@@ -95,7 +95,9 @@ def _difference_of_means(x, y, axis):
 
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjustment of a family of p-values (Holm 1979), in the input order: the k-th smallest is
-    multiplied by (m - k + 1), then made non-decreasing and capped at 1. (scipy has Benjamini-Hochberg, not Holm.)"""
+    multiplied by (m - k + 1), then made non-decreasing and capped at 1. Eight lines rather than statsmodels as a
+    dependency for one function (scipy has Benjamini-Hochberg, not Holm); tests/test_seeds.py checks it against
+    statsmodels' multipletests(method="holm")."""
     m = len(p_values)
     order = sorted(range(m), key=lambda i: p_values[i])
     adjusted, running = [0.0] * m, 0.0

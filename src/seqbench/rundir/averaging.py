@@ -1,6 +1,8 @@
 """Checkpoint averaging: the parameters of several checkpoints of one training run, averaged element-wise (Vaswani et
 al. 2017 averaged the last 5 or 20 checkpoints; fairseq's average_checkpoints.py). The result is the newest input
-with its weights replaced by the average, so it works wherever a checkpoint does (`seqbench average`)."""
+with its weights replaced by the average, so it works wherever a checkpoint does (`seqbench average`).
+torch.optim.swa_utils averages weights while training runs (AveragedModel; `callbacks=ema` uses Lightning's); this
+averages checkpoints already saved, after the fact, which swa_utils does not do."""
 from __future__ import annotations
 
 from pathlib import Path

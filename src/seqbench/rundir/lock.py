@@ -4,6 +4,9 @@ process that holds it, instead of mixing its logs and checkpoints into the first
 The lock is an advisory `flock` on <run>/.lock, released by the kernel when the process ends however it ends (a
 crash or SIGKILL leaves no stale lock). In a multi-process run (DDP) the launching process (rank 0 of node 0) holds it
 for all its ranks. On systems without flock (Windows) runs are not locked.
+
+fcntl directly rather than the filelock package (whose Unix lock is the same flock): the lock file also carries the
+holder's pid and host, which the refusal names.
 """
 from __future__ import annotations
 

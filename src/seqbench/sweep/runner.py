@@ -11,6 +11,8 @@ replayed into the study, each proposal checked against the recorded one, so the 
 proposals an uninterrupted run would have made; raising run_cap (or --count) extends a finished search the same way.
 A trial that was still running when the sweep stopped left no record: it runs again with the same proposal in its
 own run directory, where train.py resumes it from its last.ckpt.
+The trials are replayed from the sweep directory's own records rather than kept in Optuna's RDB storage: those
+records are what is committed and reported, so a second copy of the study in SQLite could only disagree with them.
 """
 from __future__ import annotations
 

@@ -63,6 +63,10 @@ class TrainThroughput(TrainingState):
     maximum kept: a load well above the run's own threads means other work shared the CPU while it was timed, and
     the report says so (timings taken then are not the model's; quality under an update budget is unaffected). None
     where the OS has no load average (Windows).
+
+    Kept rather than Lightning's ThroughputMonitor: it counts non-pad target tokens (fairseq's wps) and excludes
+    validation and warm-up steps, and its counters continue through a resume; ThroughputMonitor counts samples and
+    takes its FLOPs from measure_flops, whose counter misses CPU attention and the LSTM recurrence.
     """
 
     def __init__(self, warmup_steps: int = 10):

@@ -7,6 +7,10 @@ every optimizer update. `schedule` is what the config builds (`scheduler.kind` p
 - cosine: linear warm-up, then cosine decay to min_factor * lr at total_steps (by default the update budget,
   trainer.max_steps); a run shorter than the warm-up ends during it (a 20-update smoke run of a tuned recipe works);
 - constant: linear warm-up (if any), then the base lr.
+
+Kept as LambdaLR multipliers, torch's own scheduler for a closed-form factor: torch has no inverse-sqrt schedule, and
+its chained LinearLR -> CosineAnnealingLR computes the cosine step by step from the last lr, where a closed form
+gives a resumed run exactly the uninterrupted run's lr at every update.
 """
 from __future__ import annotations
 
