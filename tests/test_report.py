@@ -515,7 +515,12 @@ def test_runs_trained_to_a_plateau_say_which_reached_it_and_which_the_cap_stoppe
     rule = {"monitor": "val/bleu", "window": 0.25, "min_gain": 0.3, "min_steps": 2400}
     for job, steps, stopped_by in (("0", 5200, "plateau"), ("1", 12000, "max_steps")):
         record = read_results(runs / job)
-        record["train"] = {"steps": steps, "max_steps": 12000, "stopped_by": stopped_by, "plateau_rule": rule}
+        k = int(job) + 1
+        reached = {"step": steps // 2, "train_flops": 1e12 * k, "train_cpu_seconds": 600.0 * k}
+        plateau = {"level": 99.0, "level_step": steps - 200, "window_gain": 0.1 * k,
+                   "reached": {"90%": reached, "95%": reached, "99%": reached}}
+        record["train"] = {"steps": steps, "max_steps": 12000, "stopped_by": stopped_by, "plateau_rule": rule,
+                           "plateau": plateau}
         record["data"], record["config"] = {"corpus": "synthetic-x"}, {"task_name": "equal_compute_plateau"}
         write_results(record, runs / job)
     text = write_report([runs], tmp_path / "out", n_samples=50).read_text()
@@ -527,6 +532,10 @@ def test_runs_trained_to_a_plateau_say_which_reached_it_and_which_the_cap_stoppe
     assert ("Budget: each run to its plateau (its best greedy validation BLEU rose by less than 0.3 over the last 25% "
             "of its updates; at least 2,400, at most 12,000 updates): 5,200-12,000 updates, 1 of 2 runs stopped by "
             "the cap before their plateau (transformer seed 2).") in block
+    row = next(line for line in headline(runs, plateau=True).splitlines() if line.startswith("| transformer |"))
+    # level at 5,000 and 11,800 (mean 8,400), 1e12 and 2e12 FLOPs (1.50e12), 10 and 20 CPU minutes, gains 0.1, 0.2
+    assert "| 8,400 ± " in row and "| 1.50e+12 |" in row and "| 15.0 ± " in row and "| 0.15 ± " in row
+    assert "gain over last quarter" in headline(runs, plateau=True)
     record = read_results(runs / "1")
     record["train"]["plateau_rule"] = {**rule, "min_gain": 0.5}
     write_results(record, runs / "1")

@@ -75,15 +75,34 @@ def _last_bucket(runs) -> tuple[str, list[float]]:
     return name, [next(b["bleu"] for b in BY_LENGTH.entries(r, "test") if b["bucket"] == name) for r in runs]
 
 
+PLATEAU_COLUMNS = ["level at update", "FLOPs to 99% of level", "CPU min to 99% of level",
+                   "gain over last quarter"]
+
+
+def _plateau_cells(members) -> list[str]:
+    """Per model, from each run's train.plateau: the update of its best validation BLEU (its level), the training
+    FLOPs and CPU minutes it took to first reach 99% of that level, and the rise of its best over the last quarter of
+    its updates (what the plateau rule read), each mean ± 95% CI over seeds."""
+    plateaus = [get_path(r.results, "train.plateau") or {} for r in members]
+    reached = [(p.get("reached") or {}).get("99%") or {} for p in plateaus]
+    cpu = [r.get("train_cpu_seconds") for r in reached]
+    return [cell(spread([p.get("level_step") for p in plateaus]), 0, True),
+            f"{spread([r.get('train_flops') for r in reached]).mean:.2e}" if all(reached) else "—",
+            cell(spread([None if s is None else s / 60 for s in cpu]), 1), cell(spread([p.get("window_gain")
+                                                                                     for p in plateaus]), 2)]
+
+
 def headline(directories: str | Path | list[str | Path], target: float = 80.0, shown: list[str] | None = None,
-             by_length: bool = False, train_flops: bool = False, length_tests: bool = False) -> str:
+             by_length: bool = False, train_flops: bool = False, length_tests: bool = False,
+             plateau: bool = False) -> str:
     """The generated block for the records under `directories` (a preset's multirun, seeds of several models; more
     directories add models, e.g. another recipe of one family as its own label); `shown`: how the block names the
     directories (default: as given); `by_length`: BLEU by source length too; `train_flops`: each model's training
     target tokens and analytic training FLOPs over the whole budget (means over seeds), so a table at equal updates
     shows what was and was not equal; `length_tests`: BLEU by length with, per bucket, the seed-level test of every
-    pair (Holm across the pair's buckets) and the test of the slope of BLEU over length. A successive-halving search's
-    directory shows each family's chosen recipe with its confirmation seeds."""
+    pair (Holm across the pair's buckets) and the test of the slope of BLEU over length; `plateau`: runs trained to
+    their plateau (budget=plateau), with where each levelled off and what reaching it cost (_plateau_cells). A
+    successive-halving search's directory shows each family's chosen recipe with its confirmation seeds."""
     directories = [directories] if isinstance(directories, (str, Path)) else list(directories)
     runs = runs_of(directories)
     groups = group_by_label(runs, "test")
@@ -95,7 +114,8 @@ def headline(directories: str | Path | list[str | Path], target: float = 80.0, s
     bucket = _last_bucket(runs)[0]
     header = ["model", "seeds", "params", "test BLEU", "greedy BLEU", f"{bucket} words", f"Δ vs {best} [Welch 95% CI]",
               "p over seeds (Holm; floor)", *([f"FLOPs to {target:g}", f"updates to {target:g}"] if compute else []),
-              *(["train tokens", "train FLOPs"] if train_flops else []), "train tok/s"]
+              *(["train tokens", "train FLOPs"] if train_flops else []), *(PLATEAU_COLUMNS if plateau else []),
+              "train tok/s"]
     body = []
     for row in rows:
         label, members = row["label"], groups[row["label"]]
@@ -111,6 +131,8 @@ def headline(directories: str | Path | list[str | Path], target: float = 80.0, s
             tokens = spread([get_path(r.results, "throughput.tokens_seen") for r in members])
             spent = spread([get_path(r.results, "throughput.train_flops") for r in members])
             cells += [cell(tokens, 0, True), f"{spent.mean:.2e}" if spent.mean is not None else "—"]
+        if plateau:
+            cells += _plateau_cells(members)
         shared = any(timed_while_shared(r) for r in members)  # a speed measured beside other work is no speed
         body.append(cells + ["shared CPU" if shared else cell(row["train_tok_s"], 0, True)])
     steps = sorted({get_path(r.results, "train.steps") for r in runs})
@@ -134,6 +156,11 @@ def headline(directories: str | Path | list[str | Path], target: float = 80.0, s
              + ("; train tokens and train FLOPs: the target tokens trained on and the analytic training FLOPs (3x the "
                 "forward FLOPs per target token, summed over the updates) of the whole budget, means over seeds"
                 if train_flops else "")
+             + ("; level: the best greedy validation BLEU, whose checkpoint the test decodes; FLOPs and CPU minutes "
+                "(the process's CPU time in training steps, which other work sharing the machine changes far less "
+                "than wall time) to the first validation at 99% of the run's own level; gain over the last quarter: "
+                "the rise of the best validation BLEU over the last 25% of the updates, which the plateau rule read"
+                if plateau else "")
              + f". {_commands(directories, shown)}; generated by `seqbench report --headline FILE`."]
     return "\n".join(lines) + "\n"
 
@@ -263,7 +290,7 @@ def _block_args(args: str) -> tuple[list[str], float, set[str]]:
     the whole budget), --by-budget (the directories are budgets of the same models), --bench (the directories are
     `seqbench bench` records), --decode-ab (the arguments are decoding A/B records), --scale (the directory is a
     `seqbench data benchmark` record), --curve (validation BLEU over training), --table1 (the directory is a
-`seqbench bench --table1` record)."""
+`seqbench bench --table1` record), --plateau (runs trained to their plateau: where and at what cost)."""
     words = shlex.split(args)
     target = float(words[words.index("--target-bleu") + 1]) if "--target-bleu" in words else 80.0
     directories = [w for i, w in enumerate(words) if not w.startswith("--")
@@ -296,7 +323,7 @@ def render(text: str, root: Path = Path(".")) -> str:
             body = curve_headline([_at(root, d) for d in directories], directories)
         else:
             body = headline([_at(root, d) for d in directories], target, directories, "--by-length" in options,
-                            "--train-flops" in options, "--length-tests" in options)
+                            "--train-flops" in options, "--length-tests" in options, "--plateau" in options)
         return match.group(1) + body + match.group(4)
 
     return BLOCK.sub(replace, text)
