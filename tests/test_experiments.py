@@ -29,6 +29,7 @@ LABELS = {
     "equal_compute_gpu": {"transformer", "rnn", "cnn"},
     "equal_compute_settled": {"transformer", "rnn", "cnn"},
     "equal_compute_plateau": {"transformer", "rnn", "cnn"},
+    "equal_compute_plateau_longrange": {"transformer", "rnn", "cnn"},
     "budget_sweep": {"transformer", "rnn", "cnn"},
     "position_extrapolation": {"transformer-sinusoidal", "transformer-learned", "transformer-rope"},
     "position_extrapolation_gpu": {"transformer-sinusoidal", "transformer-learned", "transformer-rope"},
@@ -57,7 +58,8 @@ def test_every_experiment_is_listed_and_every_cpu_preset_but_two_has_a_gpu_varia
     cpu = {e for e in EXPERIMENTS if not e.endswith("_gpu")}
     assert {e for e in cpu if f"{e}_gpu" not in EXPERIMENTS} == {"rnn_vs_attention_longrange", "budget_sweep",
                                                                  "rnn_vs_attention_faithful", "equal_compute_settled",
-                                                                 "equal_compute_plateau"}
+                                                                 "equal_compute_plateau",
+                                                                 "equal_compute_plateau_longrange"}
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
@@ -93,7 +95,7 @@ def test_sweep_jobs_compose_and_validate(experiment):
 SLOWEST_RUN_MINUTES = {"arch_comparison": 4, "luong_variants": 10, "equal_compute": 23, "equal_compute_settled": 23,
                        "budget_sweep": 46,
                        # the cap, not a measurement: equal_compute's 23 minutes for 2,400 updates, times 5
-                       "equal_compute_plateau": 115,
+                       "equal_compute_plateau": 115, "equal_compute_plateau_longrange": 115,
                        "position_extrapolation": 9,
                        "rnn_vs_attention": 14, "rnn_vs_attention_longrange": 14, "rnn_vs_attention_bible": 30,
                        "rnn_vs_attention_faithful": 52}
