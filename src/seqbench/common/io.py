@@ -25,18 +25,24 @@ UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
+def atomic_path(path: str | Path, durable: bool = False) -> Iterator[Path]:
     """Yields a temporary sibling of `path` to write (a file or a folder); renames it over `path` if the block ends
-    without an exception, and removes it otherwise."""
+    without an exception, and removes it otherwise. `durable`: its data is flushed to the disk before the rename and
+    the rename after it, so that a power loss leaves the old `path` or the whole new one (the kernel may otherwise
+    write the rename before the data: a complete-looking name over truncated files)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _remove(tmp)
         yield tmp
+        if durable:
+            _sync(*(sorted(p for p in tmp.rglob("*") if p.is_file()) if tmp.is_dir() else []), tmp)
         if tmp.is_dir() and path.is_dir():
             shutil.rmtree(path)  # a folder cannot be renamed over another one
         os.replace(tmp, path)
+        if durable:
+            _sync(path.parent)
     except Exception as error:
         _remove(tmp)
         failure = _write_failure(path, tmp, error)
@@ -45,6 +51,19 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise failure from error
     finally:
         _remove(tmp)
+
+
+def _sync(*paths: Path) -> None:
+    """fsync each file or folder (a folder's entries: names created or renamed in it). Folders cannot be opened to
+    be synced on Windows, whose renames are written through."""
+    for path in paths:
+        if path.is_dir() and os.name != "posix":
+            continue
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
 
 def cannot_write(path: Path, error: OSError) -> InputError | None:

@@ -121,6 +121,10 @@ class FileCorpus:
 
         return cached(path, lambda: load_from_disk(str(path)), build, "dataset")
 
+    def where(self, split: str, row: int) -> str:
+        """Where a split's pair `row` is: every line is a pair (an empty one is an error), so it is line row + 1."""
+        return " and ".join(f"{path}:{row + 1}" for path in self._files(split))
+
     def _parse_tsv(self, files: list[Path]) -> Iterator[tuple[str, str]]:
         (path,) = files
         for number, line in _numbered(path):
