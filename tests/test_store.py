@@ -357,8 +357,39 @@ def test_data_prepare_and_generate_commands(tmp_path, capsys):
     assert main(args[:-1]) == 0 and "prepared store" in capsys.readouterr().out
 
 
-def test_data_command_argument_errors_are_one_line(tmp_path, capsys):
-    for argv in (["data", "generate", str(tmp_path)], ["data", "generate", str(tmp_path), "--pairs", "0"],
-                 ["data", "prepare", "--pairs", "3"]):
+def test_data_command_argument_errors_are_one_line(tmp_path, capsys, monkeypatch):
+    from seqbench.measure import scale
+
+    monkeypatch.setattr(scale, "measure_size", lambda *args: pytest.fail("work began before the refusal"))
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "valid.tsv").write_text("the user's own\tcorpus\n")
+    benchmark = ["data", "benchmark", "--pairs", "10"]
+    cases = {"--pairs": ["data", "generate", str(tmp_path)], "0": ["data", "generate", str(tmp_path), "--pairs", "0"],
+             "unrecognized arguments: --pairs": ["data", "prepare", "--pairs", "3"],
+             "--seed: must be a non-negative integer": ["data", "generate", str(tmp_path / "c"), "--pairs", "10",
+                                                        "--seed", "-1"],
+             "--vocab 50000000: at most 41,478,400": ["data", "generate", str(tmp_path / "c"), "--pairs", "10",
+                                                      "--vocab", "50000000"],
+             f"{a_file}: is a file": ["data", "generate", str(a_file), "--pairs", "10"],
+             f"{kept}: already holds valid.tsv": ["data", "generate", str(kept), "--pairs", "10"],
+             f"{a_file}: is a file, not a folder": [*benchmark, "--work", str(a_file), "--out", str(tmp_path / "o")],
+             f"{a_file / 'out' / 'scale.json'}: cannot be written": [*benchmark, "--work", str(tmp_path / "w"),
+                                                                      "--out", str(a_file / "out")]}
+    for expected, argv in cases.items():
         status, _, err = seqbench_cli(argv, capsys)
         assert status == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: "), argv
+        assert expected in err, (argv, err)
+    assert (kept / "valid.tsv").read_text() == "the user's own\tcorpus\n" and not (kept / "train.tsv").exists()
+    assert not (tmp_path / "c").exists() and not (tmp_path / "w").exists()
+
+
+def test_the_largest_vocabulary_is_the_generators_distinct_words():
+    from seqbench.data.wmt_like import ALPHABETS, _words, max_vocab
+
+    assert max_vocab() == 80 ** 2 + 80 ** 3 + 80 ** 4  # the source side's 16 consonants and 5 vowels
+    two_letters = "bc|a"  # 2 forms per syllable: 4 + 8 + 16 words of 2 to 4 syllables
+    assert len(_words(np.random.default_rng(0), 28, two_letters)) == 28
+    assert set(ALPHABETS) == {"src", "tgt"}

@@ -24,11 +24,16 @@ from seqbench.commands.cli import ArgumentParser
 from seqbench.config.compose import compose
 
 
-def positive_int(text: str) -> int:
+def positive_int(text: str, low: int = 1) -> int:
     """argparse's type for a count: `argument --pairs: must be a positive integer, not '0'` for anything else."""
-    if not text.strip().isdecimal() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+    if not text.strip().isdecimal() or int(text) < low:
+        raise argparse.ArgumentTypeError(f"must be a {'positive' if low else 'non-negative'} integer, not {text!r}")
     return int(text)
+
+
+def seed(text: str) -> int:
+    """A seed of numpy's generators: 0 or more."""
+    return positive_int(text, low=0)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -47,7 +52,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     generate.add_argument("--pairs", type=positive_int, required=True, help="training pairs (WMT14 en-de: 4500000)")
     generate.add_argument("--eval-pairs", type=positive_int, default=3000, help="pairs of valid and of test")
     generate.add_argument("--vocab", type=positive_int, default=30_000, help="word types per side")
-    generate.add_argument("--seed", type=int, default=0, help="the corpus's seed")
+    generate.add_argument("--seed", type=seed, default=0, help="the corpus's seed")
     benchmark.add_argument("--pairs", type=positive_int, nargs="+", required=True, help="one corpus size or more")
     benchmark.add_argument("--work", type=Path, required=True, help="a folder for corpora, cache and runs (large)")
     benchmark.add_argument("--out", type=Path, required=True, help="the record's folder")

@@ -123,6 +123,15 @@ def check_writable(path: str | Path) -> None:
         raise failure from None
 
 
+def check_folder(path: str | Path, first_file: str) -> None:
+    """`check_writable` for a folder that files are written into (`first_file` the first of them), which must not be
+    a file."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{path}: is a file, not a folder; choose a folder")
+    check_writable(path / first_file)
+
+
 def _remove(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
