@@ -18,7 +18,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-from seqbench.common.errors import DISK_FULL_ERRNOS, PATH_ERRNOS, DiskFullError, InputError, UnwritableError, os_error
+from seqbench.common.errors import (
+    DISK_FULL_ERRNOS,
+    PATH_ERRNOS,
+    RUN_PLACES,
+    DiskFullError,
+    InputError,
+    UnwritableError,
+    os_error,
+)
 
 NEARLY_FULL_BYTES = 64 * 2**20  # a failed write with less room than this left is taken for a full disk
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -66,11 +74,12 @@ def _sync(*paths: Path) -> None:
             os.close(descriptor)
 
 
-def cannot_write(path: Path, error: OSError) -> InputError | None:
-    """The one-line error for `path`, which `error` kept from being written, named from its errno: no space
-    (DiskFullError), or permission, read-only file system, not a folder (UnwritableError); None for other errnos."""
+def cannot_write(path: Path, error: OSError, elsewhere: str = RUN_PLACES) -> InputError | None:
+    """The one-line error for `path`, which `error` kept from being written, named from its errno: no room
+    (DiskFullError, which says to write `elsewhere`), or permission, read-only file system, not a folder
+    (UnwritableError); None for other errnos."""
     if error.errno in DISK_FULL_ERRNOS:
-        return DiskFullError(path, _free_bytes(path.parent))
+        return DiskFullError(path, _free_bytes(path.parent), error.errno, elsewhere)
     if error.errno in PATH_ERRNOS:
         return UnwritableError(path, error.strerror)
     return None

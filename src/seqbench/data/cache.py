@@ -24,7 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
-from seqbench.common.io import atomic_write_text
+from seqbench.common.errors import CACHE_PLACES, out_of_room
+from seqbench.common.io import atomic_write_text, cannot_write
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -164,6 +165,18 @@ def _checked(entry: Path, read: Callable[[], T], build: Callable[[], None], what
     if reason != "missing":
         log.warning("cached %s at %s is incomplete or corrupted: %s; rebuilding it", what, entry, reason)
         remove(entry)
-    build()
-    seal(entry)
+    _build(entry, build)
     return read()
+
+
+def _build(entry: Path, build: Callable[[], None]) -> None:
+    """`build()` and seal the entry; no room for it is one line naming the entry and the cache's settings (the
+    failing write may be a library's, naming no file, and the run's folder is not where the cache is)."""
+    try:
+        build()
+        seal(entry)
+    except Exception as error:
+        cause = out_of_room(error)
+        if cause is None:
+            raise
+        raise cannot_write(entry, cause, CACHE_PLACES) from error
