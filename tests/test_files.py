@@ -172,3 +172,8 @@ def test_a_sentence_too_long_for_the_store_is_named_by_file_and_line(tmp_path):
     datamodule = Seq2SeqDataModule(FileCorpus(format="tsv", **files), str(tmp_path / "cache"), vocab_size=60)
     with pytest.raises(InputError, match=re.escape(f"{tmp_path / 'train.tsv'}:10: a src sentence of 70,000 tokens")):
         datamodule.prepare_data()
+
+
+def test_no_progress_bars_of_hugging_face_go_to_a_stderr_that_is_not_a_terminal(tmp_path, capfd):
+    FileCorpus(format="tsv", **three_splits(tmp_path, "tsv", tsv())).load(tmp_path / "cache")
+    assert "Saving the dataset" not in capfd.readouterr().err
