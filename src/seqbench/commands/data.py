@@ -9,10 +9,10 @@ prepare builds what a training run would build on first use (the cached corpus, 
 every process maps, the training batch plan of the config's seed) and prints the store's size; do it once before a
 multi-GPU or cluster run. describe prints what seqbench.data.describe reports (as tables: seqbench.report.corpus): pairs
 per split, length histograms in words by bucket (1-10, ..., 61+) for source and target, and vocabulary sizes. generate
-writes a WMT-sized synthetic TSV corpus (train/valid/test.tsv) for the data-path benchmark (seqbench.data.wmt_like):
-`data=files data.corpus.format=tsv data.corpus.train=OUT/train.tsv ...`. benchmark measures, per corpus size, preparing
-(time, peak memory, store size) and a second start under 2-process DDP (time to the first update, each rank's peak
-memory) into OUT/scale.json (seqbench.measure.scale).
+writes a WMT-sized synthetic TSV corpus (train/valid/test.tsv, into a folder without them: it never replaces them)
+for the data-path benchmark (seqbench.data.wmt_like): `data=files data.corpus.format=tsv data.corpus.train=OUT/train.tsv
+...`. benchmark measures, per corpus size, preparing (time, peak memory, store size) and a second start under 2-process
+DDP (time to the first update, each rank's peak memory) into OUT/scale.json (seqbench.measure.scale).
 """
 from __future__ import annotations
 

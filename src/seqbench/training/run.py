@@ -191,7 +191,7 @@ def _fit(cfg: DictConfig, job: _Job, guard: SignalGuard) -> tuple[str | None, st
     if not cfg.get("train", True):
         return job.checkpoint_in, None, 0.0  # evaluate exactly the checkpoint given
     # Checkpoints are loaded with weights_only=True: tensors and plain types only, never arbitrary pickled objects.
-    with guard.phase_of_run("training", lightning=True):
+    with guard.phase_of_run("training", job.trainer):
         job.trainer.fit(job.module, datamodule=job.datamodule, ckpt_path=job.checkpoint_in, weights_only=True)
     return best_checkpoint(job.trainer), stopped_by(job.trainer), time.perf_counter() - fit_started
 
@@ -202,10 +202,10 @@ def _evaluate(cfg: DictConfig, trainer, module, datamodule, best: str | None, gu
     keep the whole run's state), and every split's hypotheses, references and sources written beside the record."""
     if best is not None:
         module.load_state_dict(read_checkpoint(best, f"checkpoint {best}")["state_dict"])
-    with guard.phase_of_run("validation", lightning=True):
+    with guard.phase_of_run("validation", trainer):
         trainer.validate(module, datamodule=datamodule, verbose=False)
     if cfg.get("test", True):
-        with guard.phase_of_run("testing", lightning=True):
+        with guard.phase_of_run("testing", trainer):
             trainer.test(module, datamodule=datamodule, verbose=False)
     if trainer.is_global_zero:
         # One sentence per line: `seqbench score` and the report rescore and test from the run directory alone.
