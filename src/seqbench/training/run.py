@@ -32,7 +32,7 @@ from seqbench.rundir.results import completed_record, summary_metrics, write_res
 from seqbench.training.console import print_summary
 from seqbench.training.measurements import Recorders, measure
 from seqbench.training.resume import completed_before, recorded_config, resume_checkpoint
-from seqbench.training.status import Diverged, Interrupted, SignalGuard, guarded, record_stop
+from seqbench.training.status import Diverged, Interrupted, LostRank, SignalGuard, guarded, lost_rank, record_stop
 from seqbench.training.trainer import best_checkpoint, build_trainer, epochs_trained, resumed_updates, stopped_by
 
 # Lightning warns that a run resumed mid-epoch repeats batches unless its DataLoader is stateful; seqbench's batch
@@ -79,7 +79,16 @@ def _recorded_run(cfg: DictConfig) -> dict:
                 # a bad input (ours, Hydra's, Lightning's) is one line; a crash or full disk is recorded where it can be
                 if one_line(error) is None or disk_full(error) or isinstance(error, DiskFullError):
                     record_stop(cfg, run_dir, "failed", error, trainer, guard.phase)
+                lost = lost_rank(error, trainer)
+                if lost is not None:
+                    raise LostRank(lost, guard.phase, _resume_hint(run_dir)) from error
                 raise
+
+
+def _resume_hint(run_dir: Path) -> str:
+    if RunDir(run_dir).last_checkpoint.is_file():
+        return f"rerun with hydra.run.dir={run_dir} to resume from its last checkpoint"
+    return f"rerun with hydra.run.dir={run_dir} to start again (no checkpoint yet)"
 
 
 @dataclass

@@ -14,12 +14,17 @@ loops. `SignalGuard` is installed for the whole run instead:
 - either way the run raises `Interrupted`, results.json records `"status": "interrupted"`, and `seqbench train` exits
   with 128 + the signal number (143 for SIGTERM, 130 for SIGINT), never 0. A second Ctrl+C stops without saving.
 
+A DDP rank that ends (killed, out of memory) makes the others' next collective fail with the backend's traceback;
+`lost_rank` tells that failure from others by where it was raised, and the run ends with `LostRank`: one line naming
+the rank (the launcher knows how the ranks it started ended) and how to resume.
+
 `record_stop` writes the stopped run's results.json (its status, phase, update and the checkpoint to resume from).
 """
 from __future__ import annotations
 
 import logging
 import signal
+import traceback
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -47,6 +52,43 @@ class Interrupted(Exception):
     @property
     def exit_status(self) -> int:
         return 128 + self.signum  # the shell's convention for a process ended by a signal
+
+
+class LostRank(Exception):
+    """A DDP rank ended (killed, out of memory, its machine lost) and a collective of this one failed for it: one line
+    naming the rank, and how to resume, instead of the collective's traceback."""
+
+    def __init__(self, lost: str, phase: str, resume: str):
+        super().__init__(f"{lost} ended during {phase}; this rank stopped too; {resume}")
+        self.exit_status = 1
+
+
+def lost_rank(error: BaseException, trainer) -> str | None:
+    """Which DDP rank ended, if `error` was raised inside a collective of a run of several ranks; None otherwise (then
+    `error` is not about a lost rank). The launcher (rank 0) knows how each rank it started ended; a rank it started
+    knows only that one of the others did."""
+    if trainer is None or trainer.world_size < 2 or not _raised_in_collective(error):
+        return None
+    procs = getattr(trainer.strategy.launcher, "procs", None) or []  # the ranks Lightning's launcher started
+    ended = [(rank, proc.poll()) for rank, proc in enumerate(procs, start=1) if proc.poll() is not None]
+    if not ended:
+        return "another DDP rank (rank 0, the launcher, if it is gone)" if trainer.global_rank else "another DDP rank"
+    return ", ".join(f"DDP rank {rank} ({_how(code)})" for rank, code in ended)
+
+
+def _how(code: int) -> str:
+    return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+
+
+def _raised_in_collective(error: BaseException) -> bool:
+    """Whether a frame of torch.distributed raised `error` (or what caused it): a failed collective, found from where
+    it was raised, since its type (RuntimeError) and text are the backend's."""
+    while error is not None:
+        frames = traceback.walk_tb(error.__traceback__)
+        if any(frame.f_globals.get("__name__", "").startswith("torch.distributed") for frame, _ in frames):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 class Diverged(Exception):
