@@ -31,11 +31,6 @@ def positive_int(text: str, low: int = 1) -> int:
     return int(text)
 
 
-def seed(text: str) -> int:
-    """A seed of numpy's generators: 0 or more."""
-    return positive_int(text, low=0)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command's arguments (one convention for every command: the tests parse the documented commands)."""
     parser = ArgumentParser(prog="seqbench data", description=__doc__.split("\n\n")[0])
@@ -52,7 +47,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     generate.add_argument("--pairs", type=positive_int, required=True, help="training pairs (WMT14 en-de: 4500000)")
     generate.add_argument("--eval-pairs", type=positive_int, default=3000, help="pairs of valid and of test")
     generate.add_argument("--vocab", type=positive_int, default=30_000, help="word types per side")
-    generate.add_argument("--seed", type=seed, default=0, help="the corpus's seed")
+    generate.add_argument("--seed", type=lambda text: positive_int(text, low=0), default=0, help="the corpus's seed")
     benchmark.add_argument("--pairs", type=positive_int, nargs="+", required=True, help="one corpus size or more")
     benchmark.add_argument("--work", type=Path, required=True, help="a folder for corpora, cache and runs (large)")
     benchmark.add_argument("--out", type=Path, required=True, help="the record's folder")
