@@ -6,10 +6,11 @@ loops. `SignalGuard` is installed for the whole run instead:
 - inside a Lightning call (fit, validate, test), a signal sets Lightning's stop flag, which stops at the end of the
   current training batch or between evaluation batches; `seqbench.training.callbacks.ResumeState` then saves
   `last.ckpt` when the stop came during training, so a rerun in the same run directory continues from that batch.
-  Under DDP every rank must stop at the same batch, so the ranks agree at each batch's end (`SharedStop`, one
-  all-reduce of a boolean) and set the flag together. Lightning's own SIGTERM handler is replaced while its loops run:
-  it broadcasts from inside the handler, once per signal received, and Ctrl-C in a terminal gives a DDP child rank two
-  (its own, forwarded as SIGTERM, and the launcher's), so the ranks' collectives stopped pairing and the run hung;
+  Under DDP every rank must stop training at the same batch, so the ranks agree at each training batch's end
+  (`SharedStop`, one all-reduce of a boolean) and set the flag together. Lightning's own SIGTERM handler is replaced
+  while its loops run: it broadcasts from inside the handler, once per signal received, and Ctrl-C in a terminal
+  gives a DDP child rank two (its own, forwarded as SIGTERM, and the launcher's), so the ranks' collectives stopped
+  pairing and the run hung;
 - outside (data preparation, measurements), the run stops at once: everything before is in the run directory;
 - either way the run raises `Interrupted`, results.json records `"status": "interrupted"`, and `seqbench train` exits
   with 128 + the signal number (143 for SIGTERM, 130 for SIGINT), never 0. A second Ctrl+C stops without saving.
@@ -123,11 +124,14 @@ class SignalGuard:
         self.received = signum
         if not self._looping:
             raise Interrupted(signum, self.phase)
-        if self._trainer.world_size == 1:  # no rank to agree with: stop at this batch's end
+        if self._trainer.world_size == 1 or not self._trainer.training:
+            # no rank to agree with, or evaluation, whose ranks may have unequal numbers of batches (no collective can
+            # be taken at each) and meet only at its end, which a rank that stopped never reaches: stop now
             _stop_at_batch_end(self._trainer)
 
     def share_stop(self, trainer) -> None:
-        """At a batch's end, on every rank at once: stop there if any rank received a signal."""
+        """At a training batch's end, on every rank at once (DDP gives them as many): stop there if any rank received
+        a signal."""
         if self._looping and trainer.world_size > 1:
             if trainer.strategy.reduce_boolean_decision(self.received is not None, all=False):
                 _stop_at_batch_end(trainer)
@@ -162,7 +166,7 @@ def _stop_at_batch_end(trainer) -> None:
 
 class SharedStop(Callback):
     """SignalGuard's hooks in Lightning's loops: its handler in place once they start, the ranks' decision to stop
-    taken together at every batch's end."""
+    taken together at every training batch's end."""
 
     def __init__(self, guard: SignalGuard):
         self.guard = guard
@@ -177,12 +181,6 @@ class SharedStop(Callback):
         self.guard.loops_started(trainer)
 
     def on_train_batch_end(self, trainer, *args) -> None:
-        self.guard.share_stop(trainer)
-
-    def on_validation_batch_end(self, trainer, *args, **kwargs) -> None:
-        self.guard.share_stop(trainer)
-
-    def on_test_batch_end(self, trainer, *args, **kwargs) -> None:
         self.guard.share_stop(trainer)
 
 
