@@ -253,3 +253,14 @@ def test_ctrl_c_while_translate_reads_stdin_exits_130_without_a_traceback(traine
     assert first.endswith("\n") and rest == ""
     assert "Traceback" not in err and [line for line in err.splitlines() if line.startswith("error:")] == \
         [err.strip().splitlines()[-1]], err
+
+
+def test_data_benchmark_into_a_read_only_folder_refuses_before_any_work(tmp_path, capsys, read_only, monkeypatch):
+    from seqbench.measure import scale
+
+    monkeypatch.setattr(scale, "measure_size", lambda *args: pytest.fail("work began before the refusal"))
+    (tmp_path / "out").mkdir()
+    out = read_only(tmp_path / "out")
+    line = _one_error_line(*seqbench_cli(["data", "benchmark", "--pairs", "10", "--work", str(tmp_path / "work"),
+                                          "--out", str(out)], capsys))
+    assert str(out / "scale.json") in line and os.strerror(errno.EACCES) in line and not (tmp_path / "work").exists()

@@ -2,14 +2,20 @@
 detected by their checksums, rebuilt and never read."""
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import shutil
 
+import pytest
 from test_bible import corpus, wheel  # noqa: F401 - the module-scoped fixture building a small fake wheel
 
+from seqbench.common.errors import DiskFullError
 from seqbench.data.cache import cached, problem, seal
 from seqbench.data.corpus import SyntheticCorpus
 from seqbench.data.tokenizer import TokenizerPair
+
+from conftest import seqbench_cli
 
 TINY = {"train_size": 60, "valid_per_bucket": 1, "test_per_bucket": 1}
 
@@ -112,3 +118,38 @@ def test_processes_sharing_a_cache_build_a_missing_entry_once(tmp_path):
     assert [worker.exitcode for worker in workers] == [0, 0, 0]
     assert len(builds.read_text().splitlines()) == 1  # the others waited, then read the sealed entry
     assert sorted(p.read_text() for p in results.iterdir()) == ["{}"] * 3 and problem(entry) is None
+
+
+def test_no_room_for_an_entry_names_the_entry_and_the_caches_settings(tmp_path):
+    """A library's write (Arrow, a tokenizer) may name no file; the run's folder is not where the cache is."""
+    entry = tmp_path / "entry"
+
+    def build():
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with pytest.raises(DiskFullError) as raised:
+        cached(entry, entry.read_text, build, "thing")
+    assert str(raised.value).startswith(f"{entry}: cannot be written, no space left")
+    assert "SEQBENCH_CACHE_DIR, paths.cache_dir" in str(raised.value) and "hydra.run.dir" not in str(raised.value)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the file-size limit is POSIX's")
+def test_the_file_size_limit_during_prepare_is_one_line_and_the_rerun_completes(tmp_path, capsys):
+    """`ulimit -f 256`: writes past it fail with EFBIG (Python ignores SIGXFSZ, which would kill the process)."""
+    import resource
+
+    from seqbench.commands.data import main
+
+    assert main(["generate", str(tmp_path / "corpus"), "--pairs", "3000", "--eval-pairs", "20", "--vocab", "300"]) == 0
+    overrides = capsys.readouterr().out.split()
+    argv = ["data", "prepare", "data=files", "data.corpus.format=tsv", *overrides, "data.vocab_size=200",
+            f"paths.cache_dir={tmp_path / 'cache'}"]
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, hard))
+    try:
+        status, _, err = seqbench_cli(argv, capsys)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert "file-size limit (ulimit -f)" in err and "SEQBENCH_CACHE_DIR" in err and str(tmp_path / "cache") in err
+    assert seqbench_cli(argv, capsys)[0] == 0

@@ -161,3 +161,19 @@ def test_train_reports_a_bad_file_in_one_line(tmp_path, capsys, monkeypatch):
     assert status == 2, err[-2000:]
     lines = [line for line in err.strip().splitlines() if line.startswith(("error:", "Traceback"))]
     assert lines == [f"error: {paths['train']}:2: expected 2 tab-separated columns (source<TAB>target), found 1"]
+
+
+def test_a_sentence_too_long_for_the_store_is_named_by_file_and_line(tmp_path):
+    from seqbench.data.datamodule import Seq2SeqDataModule
+
+    pairs = [*PAIRS * 3, (" ".join(["a"] * 70_000), "lang"), *PAIRS]  # 70,000 tokens: more than uint16 ids index
+    files = three_splits(tmp_path, "tsv", tsv())
+    write(tmp_path / "train.tsv", tsv(pairs))
+    datamodule = Seq2SeqDataModule(FileCorpus(format="tsv", **files), str(tmp_path / "cache"), vocab_size=60)
+    with pytest.raises(InputError, match=re.escape(f"{tmp_path / 'train.tsv'}:10: a src sentence of 70,000 tokens")):
+        datamodule.prepare_data()
+
+
+def test_no_progress_bars_of_hugging_face_go_to_a_stderr_that_is_not_a_terminal(tmp_path, capfd):
+    FileCorpus(format="tsv", **three_splits(tmp_path, "tsv", tsv())).load(tmp_path / "cache")
+    assert "Saving the dataset" not in capfd.readouterr().err

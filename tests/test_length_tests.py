@@ -169,7 +169,7 @@ def test_a_search_and_runs_trained_from_its_recipes_share_one_table(tmp_path):
         make_run(run_dir, "rnnsearch", seed, sources, references)
         record = read_results(run_dir)
         record.update(label="att-30", train={"steps": 100, "max_steps": 100}, data={"corpus": "synthetic-x"},
-                      config={"task_name": "pair_30"})
+                      config={"task_name": "position_extrapolation"})  # a preset that exists
         write_results(record, run_dir)
     runs = runs_of([tmp_path / "s", tmp_path / "m"])
     assert sorted((r.label, r.seed) for r in runs) == sorted((label, seed) for label in ("att", "enc", "att-30")
@@ -177,7 +177,7 @@ def test_a_search_and_runs_trained_from_its_recipes_share_one_table(tmp_path):
     block = render("<!-- headline: s m -->\n<!-- /headline -->", tmp_path)
     assert "| att-30 | 3 |" in block and "| enc | 3 |" in block
     assert ("Commands and records: `s`: `seqbench sweep s/sweep.yaml --out s --seed 0` (each run's command.txt); "
-            "`m`: `python train.py -m experiment=pair_30`") in block
+            "`m`: `python train.py -m experiment=position_extrapolation`") in block
     # the search's models named as the -50 models: {family} in a LABEL=DIR label, in the table and the footer's command
     labelled = render("<!-- headline: {family}-50=s m -->\n<!-- /headline -->", tmp_path)
     assert "| att-50 | 3 |" in labelled and "| enc-50 | 3 |" in labelled and "| att-30 | 3 |" in labelled

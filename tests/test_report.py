@@ -430,6 +430,12 @@ def test_a_headline_over_two_directories_tests_their_models_in_one_table(tmp_pat
     assert ("Commands and records: `a`: `python train.py -m experiment=arch_comparison`; `b`: each run's "
             "command.txt;") in block
     assert "Command: `python train.py -m experiment=arch_comparison`; records: `a`;" in headline(preset, shown=["a"])
+    for run_dir in preset.glob("[0-9]*"):  # runs of train.yaml with overrides, from before command.txt
+        record = read_results(run_dir)
+        record["config"] = {"task_name": "train"}
+        write_results(record, run_dir)
+    assert ("Command: unknown (the runs recorded no command.txt, and their task `train` is no experiment preset); "
+            "records: `a`;") in headline(preset, shown=["a"])
 
 
 def test_the_budget_headline_compares_each_budgets_models_over_the_seeds_every_budget_has(tmp_path):
@@ -541,3 +547,23 @@ def test_runs_trained_to_a_plateau_say_which_reached_it_and_which_the_cap_stoppe
     write_results(record, runs / "1")
     with pytest.raises(InputError, match="different rules"):
         headline(runs)
+
+
+def test_a_report_killed_while_writing_a_figure_leaves_no_partial_file(tmp_path, monkeypatch):
+    """Each figure and report.md are written atomically: a killed report leaves the files it finished, nothing
+    half written (a 0-byte PNG)."""
+    from matplotlib.figure import Figure
+
+    runs = make_multirun(tmp_path / "sweep", labels=("transformer",), seeds=(1, 2), n_sentences=30)
+
+    def killed(self, target, *args, **kwargs):
+        open(target, "wb").close()  # the file begun, then the signal
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Figure, "savefig", killed)
+    with pytest.raises(KeyboardInterrupt):
+        write_report([runs], tmp_path / "out", n_samples=50)
+    assert list((tmp_path / "out").iterdir()) == []
+    monkeypatch.undo()
+    path = write_report([runs], tmp_path / "out", n_samples=50)
+    assert path.read_text().startswith("#") and all(p.stat().st_size > 0 for p in path.parent.glob("*.png"))

@@ -11,6 +11,7 @@ import csv
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import lightning as L
@@ -32,14 +33,22 @@ RESUMABLE = [*TINY, *TINY_MODELS["transformer"], "model.dropout=0.1", "trainer.m
 
 
 class SignalAt(L.Callback):
-    """Sends `signum` to this process after update `step`, or after test batch `test_batch` (test-only)."""
+    """Sends `signum` to this process after update `step`, or after test batch `test_batch` (test-only). `group`: rank
+    0 sends it to its whole process group instead, as Ctrl-C in a terminal does to every rank of a DDP run; `rank`:
+    only that rank sends it to itself."""
 
-    def __init__(self, step: int | None = None, test_batch: int | None = None, signum: str = "SIGTERM"):
-        self.step, self.test_batch, self.signum = step, test_batch, getattr(signal, signum)
+    def __init__(self, step: int | None = None, test_batch: int | None = None, signum: str = "SIGTERM",
+                 group: bool = False, rank: int | None = None):
+        self.step, self.test_batch, self.signum, self.group = step, test_batch, getattr(signal, signum), group
+        self.rank = rank  # only this DDP rank sends it
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if trainer.global_step == self.step:
+        if self.rank is not None and trainer.global_rank != self.rank:
+            return
+        if trainer.global_step == self.step and not self.group:
             os.kill(os.getpid(), self.signum)
+        elif trainer.global_step == self.step and trainer.is_global_zero:
+            os.killpg(os.getpgrp(), self.signum)
 
     def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
         if batch_idx == self.test_batch:
@@ -230,6 +239,48 @@ def test_sigterm_mid_epoch_exits_nonzero_and_a_fresh_process_resumes_exactly(tmp
     assert _losses(run_dir) == _losses(uninterrupted), "metrics.csv has every update's row once"
     w_and_b = sorted(p.name for p in (run_dir / "wandb").glob("offline-run-*"))
     assert len(w_and_b) == 2 and len({name.rsplit("-", 1)[1] for name in w_and_b}) == 1, w_and_b  # one W&B run id
+
+
+CPU_DDP = [*TINY, *TINY_MODELS["transformer"], "trainer.max_steps=12", "trainer.max_epochs=50", "test=false",
+           "trainer.accelerator=cpu", "trainer.devices=2", "+trainer.strategy=ddp", "module.val_bleu=false",
+           "trainer.limit_val_batches=0"]
+
+
+def _ddp_cut_at_step_6(tmp_path: Path, *cut: str) -> subprocess.CompletedProcess:
+    """A 2-rank CPU DDP run, in a process group of its own, that test_resume.SignalAt (`cut`) stops after update 6."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", HYDRA_FULL_ERROR="0", WANDB_MODE="offline",
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    return train_subprocess(tmp_path, *CPU_DDP, "+callbacks.cut._target_=test_resume.SignalAt",
+                            "+callbacks.cut.step=6", *cut, env=env, session=True, timeout=240)
+
+
+@pytest.mark.integration
+def test_ctrl_c_to_a_cpu_ddp_run_ends_it_in_one_line_and_a_rerun_resumes(tmp_path):
+    """Ctrl-C in a terminal signals every process of its group: each rank, and then the launcher forwards it. The
+    ranks agree to stop after one batch, rank 0 alone prints the line, last.ckpt is kept and a rerun resumes. (Before,
+    Lightning's handler broadcast once per signal, rank 1 got two, the collectives stopped pairing: the run hung.)"""
+    cut = _ddp_cut_at_step_6(tmp_path, "+callbacks.cut.signum=SIGINT", "+callbacks.cut.group=true")
+    assert cut.returncode == 128 + signal.SIGINT, cut.stderr[-3000:]
+    errors = [line for line in cut.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: interrupted by SIGINT during training; rerun with hydra.run.dir={tmp_path / 'run'} to "
+                      "resume"] and "Traceback" not in cut.stderr
+    record = read_results(tmp_path / "run")
+    assert record["status"] == "interrupted" and record["resume_checkpoint"] == "checkpoints/last.ckpt"
+    resumed = train_subprocess(tmp_path, *CPU_DDP, session=True, timeout=240)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Restoring states from the checkpoint path" in resumed.stdout + resumed.stderr
+    assert read_results(tmp_path / "run")["train"]["steps"] == 12
+
+
+@pytest.mark.integration
+def test_a_killed_ddp_rank_leaves_the_other_ending_in_one_line_that_names_it(tmp_path):
+    cut = _ddp_cut_at_step_6(tmp_path, "+callbacks.cut.signum=SIGKILL", "+callbacks.cut.rank=1")
+    assert cut.returncode == 1 and "Traceback" not in cut.stderr, cut.stderr[-3000:]
+    errors = [line for line in cut.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith(
+        f"error: DDP rank 1 (killed by SIGKILL) ended during training; this rank stopped too; rerun with "
+        f"hydra.run.dir={tmp_path / 'run'} to "), errors
+    assert read_results(tmp_path / "run")["status"] == "failed"
 
 
 @pytest.mark.integration

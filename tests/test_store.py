@@ -2,8 +2,13 @@
 from changes, never read half-written; batches planned from its length arrays exactly as the list-based planner did."""
 from __future__ import annotations
 
+import builtins
+import errno
+import functools
+import io
 import json
 import logging
+import os
 import pickle
 import random
 
@@ -12,8 +17,10 @@ import pytest
 from datasets import Dataset, DatasetDict
 
 from seqbench.commands.data import main
+from seqbench.common import io as io_module
 from seqbench.data import store as store_module
 from seqbench.data.batching import TokenBudgetBatchSampler, plan_batches, token_budget_batches
+from seqbench.data.cache import Damaged, problem, seal
 from seqbench.data.datamodule import Seq2SeqDataModule
 from seqbench.data.store import id_type
 
@@ -157,6 +164,90 @@ def test_a_truncated_store_is_rebuilt_not_read(tmp_path, caplog):
     assert [again.encoded["train"].source_ids(i) for i in range(10)] == expected
 
 
+def _ids(split) -> list[tuple[list[int], list[int]]]:
+    return [(split[i][1].tolist(), split[i][2].tolist()) for i in range(len(split))]
+
+
+@pytest.mark.parametrize("sealed", [False, True])
+def test_a_store_cut_short_is_rebuilt_sealed_or_not(tmp_path, caplog, sealed):
+    """Without its seal: killed between its rename and its seal, a power loss, a cache copied without its seal files;
+    sealed: re-sealed over the cut files by a version without the structural check."""
+    datamodule = _prepared(tmp_path)
+    expected = _ids(datamodule.encoded["train"])
+    directory = datamodule.store.directory
+    seal_file = directory.with_name(directory.name + ".sha256.json")
+    seal_file.unlink()
+    ids = directory / "train.src.ids.bin"
+    ids.write_bytes(ids.read_bytes()[:ids.stat().st_size // 2])
+    if sealed:
+        seal(directory)
+    with caplog.at_level(logging.WARNING):
+        again = _prepared(tmp_path)
+    assert "train.src.ids.bin holds" in caplog.text and "rebuilding" in caplog.text
+    assert _ids(again.encoded["train"]) == expected and problem(directory) is None
+
+
+def test_opening_a_store_checks_its_sizes_offsets_and_largest_ids(tmp_path):
+    datamodule = _prepared(tmp_path)
+    directory = datamodule.store.directory
+    meta = json.loads((directory / "meta.json").read_text())
+    largest = max(max(ids) for split in datamodule.encoded.values() for ids, _ in _ids(split))
+    assert meta["max_id"]["src"] == largest < meta["vocab"]["src"] == datamodule.tokenizers.src_vocab_size
+    test = ("splits", "test")
+    damage = [("max_id", "tgt", meta["vocab"]["tgt"]), (*test, "pairs", 29),
+              (*test, "tokens", "src", meta["splits"]["test"]["tokens"]["src"] + 1)]
+    for *keys, value in damage:
+        changed = json.loads(json.dumps(meta))
+        functools.reduce(dict.get, keys[:-1], changed)[keys[-1]] = value
+        (directory / "meta.json").write_text(json.dumps(changed))
+        with pytest.raises(Damaged):
+            store_module.Store(directory)
+    offsets = directory / "valid.tgt.offsets.bin"  # the right size, the wrong end
+    data = np.fromfile(offsets, dtype=np.int64)
+    data[-1] -= 1
+    data.tofile(offsets)
+    (directory / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(Damaged, match="valid.tgt.offsets.bin ends at"):
+        store_module.Store(directory)
+
+
+def test_a_store_is_flushed_to_the_disk_before_the_rename_that_publishes_it(tmp_path, monkeypatch):
+    events = []
+    real_sync, real_replace = io_module._sync, io_module.os.replace
+    monkeypatch.setattr(io_module, "_sync", lambda *paths: events.append(("sync", *paths)) or real_sync(*paths))
+    monkeypatch.setattr(io_module.os, "replace", lambda a, b: events.append(("replace", a, b)) or real_replace(a, b))
+    directory = _prepared(tmp_path).store.directory
+    published = next(i for i, event in enumerate(events) if event[0] == "replace" and event[2] == directory)
+    tmp = events[published][1]
+    synced = {path for event in events[:published] if event[0] == "sync" for path in event[1:]}
+    assert {tmp / "meta.json", tmp / "train.src.ids.bin", tmp} <= synced
+    assert events[published + 1] == ("sync", directory.parent)  # the rename itself
+
+
+def test_a_sealed_store_is_read_without_writing_anything(tmp_path, monkeypatch):
+    """A shared, read-only prepared cache. Tests run as root, whom permissions do not stop: every write is refused."""
+    first = _prepared(tmp_path)
+    expected = _ids(first.encoded["train"]), list(first.train_dataloader().batch_sampler)  # as `data prepare` does
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(args[0]))
+
+    real_open, real_os_open = builtins.open, os.open
+
+    def open_for_reading(file, mode="r", *args, **kwargs):
+        return read_only(file) if set(mode) & set("wax+") else real_open(file, mode, *args, **kwargs)
+
+    def os_open_for_reading(path, flags, *args, **kwargs):
+        writes = flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
+        return read_only(path) if writes else real_os_open(path, flags, *args, **kwargs)
+
+    for module, name, fake in ((builtins, "open", open_for_reading), (io, "open", open_for_reading),
+                               (os, "open", os_open_for_reading), (os, "mkdir", read_only)):
+        monkeypatch.setattr(module, name, fake)
+    again = _prepared(tmp_path)
+    assert (_ids(again.encoded["train"]), list(again.train_dataloader().batch_sampler)) == expected
+
+
 def test_a_store_of_another_tokenizer_or_corpus_version_is_rebuilt(tmp_path):
     first = _prepared(tmp_path)
     first_store = first.store.directory
@@ -266,8 +357,39 @@ def test_data_prepare_and_generate_commands(tmp_path, capsys):
     assert main(args[:-1]) == 0 and "prepared store" in capsys.readouterr().out
 
 
-def test_data_command_argument_errors_are_one_line(tmp_path, capsys):
-    for argv in (["data", "generate", str(tmp_path)], ["data", "generate", str(tmp_path), "--pairs", "0"],
-                 ["data", "prepare", "--pairs", "3"]):
+def test_data_command_argument_errors_are_one_line(tmp_path, capsys, monkeypatch):
+    from seqbench.measure import scale
+
+    monkeypatch.setattr(scale, "measure_size", lambda *args: pytest.fail("work began before the refusal"))
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "valid.tsv").write_text("the user's own\tcorpus\n")
+    benchmark = ["data", "benchmark", "--pairs", "10"]
+    cases = {"--pairs": ["data", "generate", str(tmp_path)], "0": ["data", "generate", str(tmp_path), "--pairs", "0"],
+             "unrecognized arguments: --pairs": ["data", "prepare", "--pairs", "3"],
+             "--seed: must be a non-negative integer": ["data", "generate", str(tmp_path / "c"), "--pairs", "10",
+                                                        "--seed", "-1"],
+             "--vocab 50000000: at most 41,478,400": ["data", "generate", str(tmp_path / "c"), "--pairs", "10",
+                                                      "--vocab", "50000000"],
+             f"{a_file}: is a file": ["data", "generate", str(a_file), "--pairs", "10"],
+             f"{kept}: already holds valid.tsv": ["data", "generate", str(kept), "--pairs", "10"],
+             f"{a_file}: is a file, not a folder": [*benchmark, "--work", str(a_file), "--out", str(tmp_path / "o")],
+             f"{a_file / 'out' / 'scale.json'}: cannot be written": [*benchmark, "--work", str(tmp_path / "w"),
+                                                                      "--out", str(a_file / "out")]}
+    for expected, argv in cases.items():
         status, _, err = seqbench_cli(argv, capsys)
         assert status == 2 and len(err.strip().splitlines()) == 1 and err.startswith("error: "), argv
+        assert expected in err, (argv, err)
+    assert (kept / "valid.tsv").read_text() == "the user's own\tcorpus\n" and not (kept / "train.tsv").exists()
+    assert not (tmp_path / "c").exists() and not (tmp_path / "w").exists()
+
+
+def test_the_largest_vocabulary_is_the_generators_distinct_words():
+    from seqbench.data.wmt_like import ALPHABETS, _words, max_vocab
+
+    assert max_vocab() == 80 ** 2 + 80 ** 3 + 80 ** 4  # the source side's 16 consonants and 5 vowels
+    two_letters = "bc|a"  # 2 forms per syllable: 4 + 8 + 16 words of 2 to 4 syllables
+    assert len(_words(np.random.default_rng(0), 28, two_letters)) == 28
+    assert set(ALPHABETS) == {"src", "tgt"}

@@ -23,13 +23,15 @@ FAMILIES = ["transformer", "transformer_rope", "rnn_none", "rnn_bahdanau", "rnn_
 
 
 def train_subprocess(tmp_path: Path, *overrides: str, run_dir: Path | None = None, env: dict | None = None,
-                     multirun: bool = False, timeout: int = 600) -> subprocess.CompletedProcess:
-    """`python train.py <overrides>` in a fresh process (the integration tier): the __main__ path, signals, DDP."""
+                     multirun: bool = False, timeout: int = 600, session: bool = False) -> subprocess.CompletedProcess:
+    """`python train.py <overrides>` in a fresh process (the integration tier): the __main__ path, signals, DDP.
+    `session`: in a process group of its own, which a test may signal as a terminal's Ctrl-C does."""
     where = f"hydra.{'sweep' if multirun else 'run'}.dir={run_dir or tmp_path / 'run'}"
     env = env or dict(os.environ, OMP_NUM_THREADS="1", HYDRA_FULL_ERROR="0", WANDB_MODE="offline")
     args = [sys.executable, str(ROOT / "train.py"), *(["-m"] if multirun else []),
             f"paths.cache_dir={tmp_path.parent / 'cache'}", where, *overrides]
-    return subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout,
+                          start_new_session=session)
 
 
 def _scores_of_files(run_dir: Path, split: str) -> tuple[float, float]:

@@ -9,10 +9,10 @@ prepare builds what a training run would build on first use (the cached corpus, 
 every process maps, the training batch plan of the config's seed) and prints the store's size; do it once before a
 multi-GPU or cluster run. describe prints what seqbench.data.describe reports (as tables: seqbench.report.corpus): pairs
 per split, length histograms in words by bucket (1-10, ..., 61+) for source and target, and vocabulary sizes. generate
-writes a WMT-sized synthetic TSV corpus (train/valid/test.tsv) for the data-path benchmark (seqbench.data.wmt_like):
-`data=files data.corpus.format=tsv data.corpus.train=OUT/train.tsv ...`. benchmark measures, per corpus size, preparing
-(time, peak memory, store size) and a second start under 2-process DDP (time to the first update, each rank's peak
-memory) into OUT/scale.json (seqbench.measure.scale).
+writes a WMT-sized synthetic TSV corpus (train/valid/test.tsv, into a folder without them: it never replaces them)
+for the data-path benchmark (seqbench.data.wmt_like): `data=files data.corpus.format=tsv data.corpus.train=OUT/train.tsv
+...`. benchmark measures, per corpus size, preparing (time, peak memory, store size) and a second start under 2-process
+DDP (time to the first update, each rank's peak memory) into OUT/scale.json (seqbench.measure.scale).
 """
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ from seqbench.commands.cli import ArgumentParser
 from seqbench.config.compose import compose
 
 
-def positive_int(text: str) -> int:
+def positive_int(text: str, low: int = 1) -> int:
     """argparse's type for a count: `argument --pairs: must be a positive integer, not '0'` for anything else."""
-    if not text.strip().isdecimal() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+    if not text.strip().isdecimal() or int(text) < low:
+        raise argparse.ArgumentTypeError(f"must be a {'positive' if low else 'non-negative'} integer, not {text!r}")
     return int(text)
 
 
@@ -47,7 +47,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     generate.add_argument("--pairs", type=positive_int, required=True, help="training pairs (WMT14 en-de: 4500000)")
     generate.add_argument("--eval-pairs", type=positive_int, default=3000, help="pairs of valid and of test")
     generate.add_argument("--vocab", type=positive_int, default=30_000, help="word types per side")
-    generate.add_argument("--seed", type=int, default=0, help="the corpus's seed")
+    generate.add_argument("--seed", type=lambda text: positive_int(text, low=0), default=0, help="the corpus's seed")
     benchmark.add_argument("--pairs", type=positive_int, nargs="+", required=True, help="one corpus size or more")
     benchmark.add_argument("--work", type=Path, required=True, help="a folder for corpora, cache and runs (large)")
     benchmark.add_argument("--out", type=Path, required=True, help="the record's folder")

@@ -9,6 +9,7 @@ exits 1, naming the failed jobs.
 """
 from __future__ import annotations
 
+import os
 import sys
 from typing import Sequence
 
@@ -34,12 +35,16 @@ def _task(failures: MultirunFailures):
         from hydra.types import RunMode
 
         from seqbench.training.jobs import run_job  # after composition: a bad override fails before heavy imports
-        from seqbench.training.status import Diverged, Interrupted
+        from seqbench.training.status import Diverged, Interrupted, LostRank
 
         try:
             return run_job(cfg, failures if HydraConfig.get().mode == RunMode.MULTIRUN else None)
         except Interrupted as stop:  # also ends a sweep: the scheduler wants the whole process gone
-            print(f"error: {stop}; rerun with hydra.run.dir={cfg.paths.output_dir} to resume", file=sys.stderr)
+            if os.environ.get("LOCAL_RANK", "0") == "0":  # the DDP ranks a launcher started share its terminal
+                print(f"error: {stop}; rerun with hydra.run.dir={cfg.paths.output_dir} to resume", file=sys.stderr)
+            sys.exit(stop.exit_status)
+        except LostRank as stop:  # every rank left says it: the launcher may be the one lost
+            print(f"error: {stop}", file=sys.stderr)
             sys.exit(stop.exit_status)
         except Exception as error:  # noqa: BLE001 - only the user's own mistakes become one line; the rest re-raises
             cause = user_error(error) or (error if isinstance(error, Diverged) else None)

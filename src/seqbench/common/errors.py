@@ -19,13 +19,19 @@ class InputError(ValueError):
     pass
 
 
-class DiskFullError(InputError):
-    """A file could not be written because its file system is full: one line naming the file, no traceback."""
+RUN_PLACES = "the run elsewhere (hydra.run.dir, paths.log_dir)"
+CACHE_PLACES = "the cache elsewhere (SEQBENCH_CACHE_DIR, paths.cache_dir)"
 
-    def __init__(self, path, free_bytes: int | None = None):
+
+class DiskFullError(InputError):
+    """A file could not be written for want of room (its file system full, its quota used, or the process's file-size
+    limit reached): one line naming the file and where else to write it (`elsewhere`), no traceback."""
+
+    def __init__(self, path, free_bytes: int | None = None, code: int = errno.ENOSPC, elsewhere: str = RUN_PLACES):
         free = f" ({free_bytes / 2**20:.1f} MiB free there)" if free_bytes is not None else ""
-        super().__init__(f"{path}: cannot be written, no space left on its file system{free}; free some space or "
-                         "write the run elsewhere (hydra.run.dir, paths.log_dir)")
+        why = (f"no space left on its file system{free}; free some space or" if code != errno.EFBIG
+               else "larger than this process's file-size limit (ulimit -f) allows; raise the limit or")
+        super().__init__(f"{path}: cannot be written, {why} write {elsewhere}")
         self.path = path
 
 
@@ -38,17 +44,22 @@ class UnwritableError(InputError):
         self.path = path
 
 
-DISK_FULL_ERRNOS = (28, 122)  # ENOSPC, EDQUOT
+DISK_FULL_ERRNOS = (28, 122, 27)  # ENOSPC, EDQUOT, EFBIG (ulimit -f): no room for the file, the same remedies
 PATH_ERRNOS = (1, 2, 13, 20, 21, 30)  # EPERM, ENOENT, EACCES, ENOTDIR, EISDIR, EROFS: a path the user gave
 
 
 def disk_full(error: BaseException) -> bool:
-    """Whether `error` (or what caused it) says the disk or the quota is full."""
+    """Whether `error` (or what caused it) says the disk, the quota or the file-size limit is full."""
+    return out_of_room(error) is not None
+
+
+def out_of_room(error: BaseException) -> OSError | None:
+    """The OSError in `error`'s chain (itself, its causes and contexts) that says there is no room for a file."""
     while error is not None:
         if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
-            return True
+            return error
         error = error.__cause__ or error.__context__
-    return False
+    return None
 
 
 def os_error(error: BaseException) -> OSError | None:
@@ -114,11 +125,9 @@ def one_line(error: BaseException, before_task: bool = False) -> str | None:
     found = user_error(error)
     if found is not None:
         return _squash(str(found))
-    if disk_full(error):
-        cause = error
-        while not (isinstance(cause, OSError) and cause.errno in DISK_FULL_ERRNOS):
-            cause = cause.__cause__ or cause.__context__
-        return _squash(str(DiskFullError(cause.filename or "a file")))
+    cause = out_of_room(error)
+    if cause is not None:
+        return _squash(str(DiskFullError(cause.filename or "a file", code=cause.errno)))
     from hydra.errors import ConfigCompositionException, HydraException, OverrideParseException
     from lightning.fabric.utilities.exceptions import MisconfigurationException
     from omegaconf.errors import InterpolationResolutionError

@@ -18,25 +18,39 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-from seqbench.common.errors import DISK_FULL_ERRNOS, PATH_ERRNOS, DiskFullError, InputError, UnwritableError, os_error
+from seqbench.common.errors import (
+    DISK_FULL_ERRNOS,
+    PATH_ERRNOS,
+    RUN_PLACES,
+    DiskFullError,
+    InputError,
+    UnwritableError,
+    os_error,
+)
 
 NEARLY_FULL_BYTES = 64 * 2**20  # a failed write with less room than this left is taken for a full disk
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
+def atomic_path(path: str | Path, durable: bool = False) -> Iterator[Path]:
     """Yields a temporary sibling of `path` to write (a file or a folder); renames it over `path` if the block ends
-    without an exception, and removes it otherwise."""
+    without an exception, and removes it otherwise. `durable`: its data is flushed to the disk before the rename and
+    the rename after it, so that a power loss leaves the old `path` or the whole new one (the kernel may otherwise
+    write the rename before the data: a complete-looking name over truncated files)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _remove(tmp)
         yield tmp
+        if durable:
+            _sync(*(sorted(p for p in tmp.rglob("*") if p.is_file()) if tmp.is_dir() else []), tmp)
         if tmp.is_dir() and path.is_dir():
             shutil.rmtree(path)  # a folder cannot be renamed over another one
         os.replace(tmp, path)
+        if durable:
+            _sync(path.parent)
     except Exception as error:
         _remove(tmp)
         failure = _write_failure(path, tmp, error)
@@ -47,11 +61,25 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         _remove(tmp)
 
 
-def cannot_write(path: Path, error: OSError) -> InputError | None:
-    """The one-line error for `path`, which `error` kept from being written, named from its errno: no space
-    (DiskFullError), or permission, read-only file system, not a folder (UnwritableError); None for other errnos."""
+def _sync(*paths: Path) -> None:
+    """fsync each file or folder (a folder's entries: names created or renamed in it). Folders cannot be opened to
+    be synced on Windows, whose renames are written through."""
+    for path in paths:
+        if path.is_dir() and os.name != "posix":
+            continue
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def cannot_write(path: Path, error: OSError, elsewhere: str = RUN_PLACES) -> InputError | None:
+    """The one-line error for `path`, which `error` kept from being written, named from its errno: no room
+    (DiskFullError, which says to write `elsewhere`), or permission, read-only file system, not a folder
+    (UnwritableError); None for other errnos."""
     if error.errno in DISK_FULL_ERRNOS:
-        return DiskFullError(path, _free_bytes(path.parent))
+        return DiskFullError(path, _free_bytes(path.parent), error.errno, elsewhere)
     if error.errno in PATH_ERRNOS:
         return UnwritableError(path, error.strerror)
     return None
@@ -104,6 +132,15 @@ def check_writable(path: str | Path) -> None:
         raise failure from None
 
 
+def check_folder(path: str | Path, first_file: str) -> None:
+    """`check_writable` for a folder that files are written into (`first_file` the first of them), which must not be
+    a file."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{path}: is a file, not a folder; choose a folder")
+    check_writable(path / first_file)
+
+
 def _remove(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
@@ -119,6 +156,14 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_savefig(figure, path: str | Path, **options) -> Path:
+    """A matplotlib figure saved atomically: a killed report leaves no 0-byte image. Its format is `path`'s suffix
+    (the temporary's name has none)."""
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, format=Path(path).suffix.lstrip("."), **options)
+    return Path(path)
 
 
 def atomic_torch_save(obj, path: str | Path) -> Path:

@@ -4,14 +4,18 @@ Every entry is written atomically (a temporary sibling, then a rename) and then 
 its files (`<entry>.sha256.json` beside it). Before reading, `cached` checks the seal: an entry that is half
 written (killed between rename and seal, or by an older version that wrote no seal and cannot be read), truncated
 or altered is logged, deleted and rebuilt, never read. Entries from before seals existed are read once, and sealed
-if they read without error.
+if they read without error. A reader may check more than the seal can (a store's file sizes against its counts):
+what it finds `Damaged` is rebuilt too, sealed or not, since a seal only says the files are as they were sealed.
 
 Processes that share a cache (the jobs of a parallel multirun) take turns on an entry: `cached` holds an advisory
 lock on `<entry>.lock` while it checks, builds, seals and reads it, so a missing entry is built once and no process
-replaces a folder that another is reading (a folder's atomic write deletes the old one before its rename).
+replaces a folder that another is reading (a folder's atomic write deletes the old one before its rename). Reading
+a sealed entry writes nothing: where the lock cannot be created (a read-only, shared cache), a lock file that is
+there is held shared, and none is held where there is none, since nobody can be writing there.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -20,10 +24,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
-from seqbench.common.io import atomic_write_text
+from seqbench.common.errors import CACHE_PLACES, out_of_room
+from seqbench.common.io import atomic_write_text, cannot_write
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class Damaged(Exception):
+    """Raised by an entry's reader: the entry fails a check of its structure, so it is rebuilt, not read."""
 
 
 def _seal_path(entry: Path) -> Path:
@@ -77,19 +86,38 @@ def remove(entry: Path) -> None:
 @contextmanager
 def entry_lock(entry: Path) -> Iterator[None]:
     """Waits for, then holds, the entry's lock (flock on `<entry>.lock`, released by the kernel however the process
-    ends). No lock on systems without flock (Windows)."""
+    ends): exclusive, or shared where the lock file cannot be written. No lock on systems without flock (Windows)."""
     try:
         import fcntl
     except ImportError:
         yield
         return
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    with open(entry.with_name(entry.name + ".lock"), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    handle = _lock_file(entry)
+    if handle is None:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if handle.writable() else fcntl.LOCK_SH)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _lock_file(entry: Path):
+    """`<entry>.lock` opened to append (created if missing); opened to read where its folder cannot be written; None
+    where it cannot be written and is not there."""
+    lock = entry.with_name(entry.name + ".lock")
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        return open(lock, "a")
+    except OSError as error:
+        if error.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+    try:
+        return open(lock)
+    except FileNotFoundError:
+        return None
 
 
 def seal_digest(entry: Path) -> str | None:
@@ -104,7 +132,12 @@ def seal_digest(entry: Path) -> str | None:
 def intact(entry: Path, read: Callable[[], T]) -> T | None:
     """`read()` the entry if it is there and intact, None otherwise (never builds): while holding its lock."""
     with entry_lock(entry):
-        return read() if problem(entry) is None else None
+        if problem(entry) is not None:
+            return None
+        try:
+            return read()
+        except Damaged:
+            return None  # for `cached` to rebuild
 
 
 def cached(entry: Path, read: Callable[[], T], build: Callable[[], None], what: str) -> T:
@@ -116,19 +149,34 @@ def cached(entry: Path, read: Callable[[], T], build: Callable[[], None], what: 
 
 def _checked(entry: Path, read: Callable[[], T], build: Callable[[], None], what: str) -> T:
     reason = problem(entry)
-    if reason is None:
-        return read()
-    if reason == "not sealed":  # written before seals existed, or killed between its rename and its seal
+    if reason in (None, "not sealed"):  # not sealed: written before seals, or killed between its rename and its seal
         try:
             value = read()
-        except Exception as error:  # noqa: BLE001 - any failure to read means rebuild
+        except Damaged as error:
+            reason = f"damaged ({error})"
+        except Exception as error:  # noqa: BLE001 - any failure to read an unsealed entry means rebuild
+            if reason is None:
+                raise
             reason = f"unreadable ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
         else:
-            seal(entry)
+            if reason is not None:
+                seal(entry)
             return value
     if reason != "missing":
         log.warning("cached %s at %s is incomplete or corrupted: %s; rebuilding it", what, entry, reason)
         remove(entry)
-    build()
-    seal(entry)
+    _build(entry, build)
     return read()
+
+
+def _build(entry: Path, build: Callable[[], None]) -> None:
+    """`build()` and seal the entry; no room for it is one line naming the entry and the cache's settings (the
+    failing write may be a library's, naming no file, and the run's folder is not where the cache is)."""
+    try:
+        build()
+        seal(entry)
+    except Exception as error:
+        cause = out_of_room(error)
+        if cause is None:
+            raise
+        raise cannot_write(entry, cause, CACHE_PLACES) from error

@@ -9,12 +9,15 @@ corpus is built; `load` takes its keys as checked.
 from __future__ import annotations
 
 import difflib
+from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
+import datasets
 from datasets import Dataset, DatasetDict, load_from_disk
 
+from seqbench.common import progress
 from seqbench.common.breakdowns import CorpusScoring
 from seqbench.common.errors import ConfigError
 from seqbench.common.io import atomic_path
@@ -28,9 +31,23 @@ SPLITS = ("train", "valid", "test")
 
 
 def save_atomically(dataset: DatasetDict, path: Path) -> None:
-    """Write to a sibling folder, then rename: a killed run leaves either the old cache or none, never half of one."""
-    with atomic_path(path) as tmp:
+    """Write to a sibling folder, then rename: a killed run leaves either the old cache or none, never half of one.
+    Hugging Face's "Saving the dataset" bars, one per split, are shown only where ours are (on a terminal)."""
+    with quiet_datasets(not progress.enabled()), atomic_path(path) as tmp:
         dataset.save_to_disk(str(tmp))
+
+
+@contextmanager
+def quiet_datasets(quiet: bool = True) -> Iterator[None]:
+    """Hugging Face datasets' progress bars off inside the block (if `quiet`), as they were after it."""
+    was_off = datasets.are_progress_bars_disabled()
+    if quiet:
+        datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if quiet and not was_off:
+            datasets.enable_progress_bars()
 
 
 # Every whole-number option of the grammar is a count or a seed, every fractional one a probability.

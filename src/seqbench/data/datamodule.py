@@ -151,7 +151,8 @@ class Seq2SeqDataModule(L.LightningDataModule):
         self.tokenizers = TokenizerPair.load_or_train(parent, training_texts, **self._tokenizer_options())
         version = self._corpus_version() or corpus_digest(dataset)
         identity = Identity(version, self.tokenizers.digest(), self._filters_key())
-        return open_or_build(self.tokenizers.directory, identity, dataset, kept_rows, self.tokenizers)
+        return open_or_build(self.tokenizers.directory, identity, dataset, kept_rows, self.tokenizers,
+                             getattr(self.corpus, "where", None))
 
     def sentences(self, split: str, side: str) -> Iterator[str]:
         """The filtered sentences of one side of a split, the training split's streamed from the corpus."""

@@ -20,14 +20,13 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, Mapping
 
-import datasets
 from datasets import Dataset, DatasetDict, concatenate_datasets, load_from_disk
 
 from seqbench.common.errors import ConfigError, InputError
 from seqbench.common.io import file_lines
 from seqbench.common.specs import Spec, check, check_keys, is_list, one_of, show, text, with_defaults
 from seqbench.data.cache import cached
-from seqbench.data.corpus import SPLITS, save_atomically
+from seqbench.data.corpus import SPLITS, quiet_datasets, save_atomically
 
 FORMATS = ("tsv", "jsonl", "text")
 # What each key of data.corpus takes (seqbench.common.specs); a split's files depend on the format (_split_spec).
@@ -121,6 +120,10 @@ class FileCorpus:
 
         return cached(path, lambda: load_from_disk(str(path)), build, "dataset")
 
+    def where(self, split: str, row: int) -> str:
+        """Where a split's pair `row` is: every line is a pair (an empty one is an error), so it is line row + 1."""
+        return " and ".join(f"{path}:{row + 1}" for path in self._files(split))
+
     def _parse_tsv(self, files: list[Path]) -> Iterator[tuple[str, str]]:
         (path,) = files
         for number, line in _numbered(path):
@@ -181,14 +184,9 @@ def _dataset(pairs: Iterator[tuple[str, str]], staging: Path, chunk: int = 100_0
     """An Arrow dataset of (src, tgt) pairs written a chunk at a time into `staging` and mapped from there: a
     WMT-sized file is held neither as Python lists nor as one Arrow table in memory."""
     parts = []
-    quiet = datasets.are_progress_bars_disabled()
-    datasets.disable_progress_bars()  # one "Saving the dataset" bar per chunk says nothing
-    try:
+    with quiet_datasets():  # one "Saving the dataset" bar per chunk says nothing
         while batch := list(itertools.islice(pairs, chunk)):
             part = staging / f"{len(parts):05d}"
             Dataset.from_dict({"src": [s for s, _ in batch], "tgt": [t for _, t in batch]}).save_to_disk(str(part))
             parts.append(load_from_disk(str(part)))
-    finally:
-        if not quiet:
-            datasets.enable_progress_bars()
     return concatenate_datasets(parts)

@@ -36,7 +36,7 @@ from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_path
 from seqbench.common.progress import progress_bar
 from seqbench.data.batching import mapped_array
-from seqbench.data.cache import cached, intact, remove
+from seqbench.data.cache import Damaged, cached, intact, remove
 from seqbench.data.tokenizer import TokenizerPair
 
 log = logging.getLogger(__name__)
@@ -143,14 +143,44 @@ class StoreSplit(torch.utils.data.Dataset):
 
 
 class Store:
-    """A prepared store, opened: `splits[name]` are its StoreSplits; `meta` its counts."""
+    """A prepared store, opened: `splits[name]` are its StoreSplits; `meta` its counts. Opening checks its structure
+    (`check`) and raises Damaged where it fails."""
 
     def __init__(self, directory: Path):
         self.directory = Path(directory)
         self.meta = json.loads((self.directory / "meta.json").read_text())
         if self.meta.get("format") != FORMAT:
             raise ValueError(f"store format {self.meta.get('format')}, expected {FORMAT}")
+        self.check()
         self.splits = {split: StoreSplit(self.directory, split, self.meta) for split in self.meta["splits"]}
+
+    def check(self) -> None:
+        """What can be checked without reading the arrays (a stat per file, one read per side): each file's size
+        against meta's counts, each side's last offset against its token count, and the largest id written against
+        the vocabulary (recorded by `write`; stores from before it have no record). A seal checks the bytes (every
+        file's SHA-256), not that they are the right ones: a store cut short and then sealed passes it."""
+        width = {part: np.dtype(self.meta[f"{part}_type"]).itemsize for part in ("ids", "lengths")}
+        for split, entry in self.meta["splits"].items():
+            pairs = entry["pairs"]
+            sizes = {f"{split}.rows.bin": 8 * pairs}
+            for side in SIDES:
+                sizes |= {f"{split}.{side}.ids.bin": width["ids"] * entry["tokens"][side],
+                          f"{split}.{side}.offsets.bin": 8 * (pairs + 1),
+                          f"{split}.{side}.lengths.bin": width["lengths"] * pairs}
+            for name, size in sizes.items():
+                found = (self.directory / name).stat().st_size if (self.directory / name).is_file() else None
+                if found != size:
+                    raise Damaged(f"{name} holds {found:,} bytes where meta.json's counts need {size:,}"
+                                  if found is not None else f"{name} is missing")
+            for side in SIDES:
+                with open(self.directory / f"{split}.{side}.offsets.bin", "rb", buffering=0) as offsets:
+                    (end,) = np.frombuffer(_read_at(offsets, 8, 8 * pairs), dtype=np.int64)
+                if end != entry["tokens"][side]:
+                    raise Damaged(f"{split}.{side}.offsets.bin ends at {end:,}, not at its {entry['tokens'][side]:,} "
+                                  "tokens")
+        for side, largest in self.meta.get("max_id", {}).items():
+            if largest >= self.meta["vocab"][side]:
+                raise Damaged(f"{side} id {largest:,} is outside its vocabulary of {self.meta['vocab'][side]:,}")
 
     def evaluation_text(self, split: str) -> tuple[dict[str, list[str]], dict[str, list]]:
         """An evaluation split's source and reference texts and its other columns, in split order."""
@@ -175,9 +205,10 @@ def open_existing(parent: Path, identity: Identity) -> Store | None:
 
 
 def open_or_build(parent: Path, identity: Identity, dataset, kept: Callable[[str], np.ndarray],
-                  tokenizers: TokenizerPair) -> Store:
+                  tokenizers: TokenizerPair, where: Callable[[str, int], str] | None = None) -> Store:
     """The store of `identity` under `parent` (store-<digest>), built from `dataset`'s rows `kept(split)` if it is
-    missing, incomplete or corrupted; stores of other identities there are removed (a new tokenizer or corpus)."""
+    missing, incomplete or corrupted; stores of other identities there are removed (a new tokenizer or corpus).
+    `where(split, row)` names a corpus row in errors (a file and line); the split and row by default."""
     directory = parent / f"store-{identity.digest()}"
 
     def build() -> None:
@@ -187,21 +218,28 @@ def open_or_build(parent: Path, identity: Identity, dataset, kept: Callable[[str
                 remove(stale)
         for leftover in parent.glob(f".{directory.name}.tmp*"):  # of a killed process; built under this lock only
             remove(leftover)
-        write(directory, dataset, kept, tokenizers, identity)
+        write(directory, dataset, kept, tokenizers, identity, where or _row)
 
     return cached(directory, lambda: Store(directory), build, "prepared store")
 
 
+def _row(split: str, row: int) -> str:
+    return f"{split} pair {row + 1:,} of the corpus"
+
+
 def write(directory: Path, dataset, kept: Callable[[str], np.ndarray], tokenizers: TokenizerPair,
-          identity: Identity) -> None:
-    ids_type = id_type(max(tokenizers.src_vocab_size, tokenizers.tgt_vocab_size))
+          identity: Identity, where: Callable[[str, int], str] = _row) -> None:
+    """The store, flushed to the disk before the rename that publishes it (`atomic_path`'s durable)."""
+    vocab = {"src": tokenizers.src_vocab_size, "tgt": tokenizers.tgt_vocab_size}
+    ids_type = id_type(max(vocab.values()))
     meta = {"format": FORMAT, "ids_type": ids_type.name, "lengths_type": ids_type.name,
-            "identity": identity.__dict__, "splits": {}}
-    with atomic_path(directory) as tmp:
+            "identity": identity.__dict__, "vocab": vocab, "max_id": dict.fromkeys(SIDES, -1), "splits": {}}
+    with atomic_path(directory, durable=True) as tmp:
         tmp.mkdir(parents=True)
         for split in dataset:
             rows = kept(split)
-            meta["splits"][split] = _write_split(tmp, split, dataset[split], rows, tokenizers, ids_type)
+            meta["splits"][split] = _write_split(tmp, split, dataset[split], rows, tokenizers, ids_type,
+                                                 meta["max_id"], where)
             if split != "train":  # evaluation's texts and columns (small), so no run reads the corpus again
                 columns = dataset[split].select(rows).to_dict()
                 (tmp / f"{split}.text.json").write_text(json.dumps(columns, ensure_ascii=False) + "\n")
@@ -209,8 +247,9 @@ def write(directory: Path, dataset, kept: Callable[[str], np.ndarray], tokenizer
 
 
 def _write_split(directory: Path, split: str, data, rows: np.ndarray, tokenizers: TokenizerPair,
-                 ids_type: np.dtype) -> dict:
-    """Tokenise `rows` of one split chunk by chunk, appending to the split's files."""
+                 ids_type: np.dtype, max_id: dict[str, int], where: Callable[[str, int], str]) -> dict:
+    """Tokenise `rows` of one split chunk by chunk, appending to the split's files; `max_id` keeps each side's
+    largest id."""
     rows.astype(np.int64).tofile(directory / f"{split}.rows.bin")
     encode = {"src": tokenizers.encode_src, "tgt": tokenizers.encode_tgt}
     files = {side: {part: open(directory / f"{split}.{side}.{part}.bin", "wb") for part in ("ids", "offsets",
@@ -221,15 +260,19 @@ def _write_split(directory: Path, split: str, data, rows: np.ndarray, tokenizers
         for side in SIDES:
             np.zeros(1, dtype=np.int64).tofile(files[side]["offsets"])
         with progress_bar(f"tokenising {split}", total=len(rows), unit="pairs") as advance:
-            for texts in _texts(data, rows):
+            for start, texts in zip(range(0, len(rows), CHUNK), _texts(data, rows)):
                 for side in SIDES:
                     ids = encode[side](texts[side])
                     lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
                     if len(lengths) and lengths.max() > np.iinfo(ids_type).max:
-                        raise InputError(f"a {split} sentence of {lengths.max():,} tokens: set data.max_src_len / "
-                                         f"data.max_tgt_len (words) to drop such pairs")
-                    np.fromiter((t for sentence in ids for t in sentence), dtype=ids_type,
-                                count=int(lengths.sum())).tofile(files[side]["ids"])
+                        raise InputError(f"{where(split, int(rows[start + lengths.argmax()]))}: a {side} sentence of "
+                                         f"{lengths.max():,} tokens (a store holds {np.iinfo(ids_type).max:,}); set "
+                                         "data.max_src_len / data.max_tgt_len (words) to drop such pairs")
+                    flat = np.fromiter((t for sentence in ids for t in sentence), dtype=ids_type,
+                                       count=int(lengths.sum()))
+                    if len(flat):
+                        max_id[side] = max(max_id[side], int(flat.max()))
+                    flat.tofile(files[side]["ids"])
                     (tokens[side] + np.cumsum(lengths)).tofile(files[side]["offsets"])
                     lengths.astype(ids_type).tofile(files[side]["lengths"])
                     tokens[side] += int(lengths.sum())

@@ -17,9 +17,21 @@ from typing import Callable
 
 import numpy as np
 
-from seqbench.common.io import atomic_path
+from seqbench.common.errors import InputError
+from seqbench.common.io import atomic_path, check_folder
 
 CHUNK = 50_000  # pairs generated and written at a time
+SPLITS = ("train", "valid", "test")
+ALPHABETS = {"src": "bcdfghklmnprstvz|aeiou", "tgt": "bdfgjklmnprstwxyz|aeiouy"}  # consonants|vowels
+SYLLABLES = (2, 4)  # a word's fewest and most syllables
+
+
+def max_vocab() -> int:
+    """The most distinct words `_words` can make on either side: a syllable is a consonant and a vowel (C*V forms), a
+    word of s syllables has (C*V)^s forms; 80^2 + 80^3 + 80^4 = 41,478,400 for the source's 16 consonants and 5
+    vowels. Asked for more, its loop could never end."""
+    per_syllable = (len(consonants) * len(vowels) for consonants, vowels in (a.split("|") for a in ALPHABETS.values()))
+    return min(sum(forms ** n for n in range(SYLLABLES[0], SYLLABLES[1] + 1)) for forms in per_syllable)
 
 
 def _words(rng: np.random.Generator, count: int, alphabet: str) -> list[str]:
@@ -27,7 +39,7 @@ def _words(rng: np.random.Generator, count: int, alphabet: str) -> list[str]:
     consonants, vowels = alphabet.split("|")
     words: dict[str, None] = {}
     while len(words) < count:
-        syllables = rng.integers(2, 5)
+        syllables = rng.integers(SYLLABLES[0], SYLLABLES[1] + 1)
         words["".join(consonants[rng.integers(len(consonants))] + vowels[rng.integers(len(vowels))]
                       for _ in range(syllables))] = None
     return list(words)
@@ -38,8 +50,8 @@ class WmtLikeCorpus:
 
     def __init__(self, vocab: int = 30_000, seed: int = 0):
         rng = np.random.default_rng(seed)
-        self.src_words = np.array(_words(rng, vocab, "bcdfghklmnprstvz|aeiou"), dtype=object)
-        self.tgt_words = np.array(_words(rng, vocab, "bdfgjklmnprstwxyz|aeiouy"), dtype=object)
+        self.src_words, self.tgt_words = (np.array(_words(rng, vocab, ALPHABETS[side]), dtype=object)
+                                          for side in ("src", "tgt"))
         ranks = np.arange(1, vocab + 1, dtype=np.float64)
         self.cumulative = np.cumsum(ranks ** -1.1)
         self.cumulative /= self.cumulative[-1]
@@ -71,11 +83,23 @@ class WmtLikeCorpus:
 
 def generate(out_dir: Path, train_pairs: int, eval_pairs: int = 3000, vocab: int = 30_000, seed: int = 0,
              progress: Callable[[int], None] = lambda n: None) -> dict[str, Path]:
-    """train.tsv, valid.tsv and test.tsv in `out_dir`: the arguments of `data=files data.corpus.format=tsv`."""
+    """train.tsv, valid.tsv and test.tsv in `out_dir`: the arguments of `data=files data.corpus.format=tsv`. One line
+    before any work where they cannot be written, or would replace files that are there."""
+    paths = {split: out_dir / f"{split}.tsv" for split in SPLITS}
+    _check_arguments(out_dir, paths, vocab)
     corpus = WmtLikeCorpus(vocab, seed)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for stream, (split, count) in enumerate((("train", train_pairs), ("valid", eval_pairs), ("test", eval_pairs))):
-        paths[split] = out_dir / f"{split}.tsv"
-        corpus.write(paths[split], count, stream, progress)
+    for stream, split in enumerate(SPLITS):
+        corpus.write(paths[split], train_pairs if split == "train" else eval_pairs, stream, progress)
     return paths
+
+
+def _check_arguments(out_dir: Path, paths: dict[str, Path], vocab: int) -> None:
+    if vocab > max_vocab():
+        raise InputError(f"--vocab {vocab}: at most {max_vocab():,} word types, the distinct words the generator can "
+                         "make")
+    check_folder(out_dir, paths["train"].name)
+    there = [path.name for path in paths.values() if path.exists()]
+    if there:
+        raise InputError(f"{out_dir}: already holds {', '.join(there)}, which generate would replace; remove them or "
+                         "choose another folder")

@@ -28,7 +28,7 @@ from pathlib import Path
 import psutil
 import torch
 
-from seqbench.common.io import atomic_write_text
+from seqbench.common.io import atomic_write_text, check_folder
 from seqbench.measure.peaks import device_name
 
 SECOND_START = ["trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2", "threads=1", "trainer.precision=32-true",
@@ -100,7 +100,9 @@ def measure_size(pairs: int, work: Path, cache_dir: Path, vocab_size: int) -> di
     corpus = work / f"corpus-{pairs}"
     env = {**os.environ, "SEQBENCH_CACHE_DIR": str(cache_dir), "CI": "1"}  # no progress bars in the logs
     entry: dict = {"pairs": pairs}
-    if not (corpus / "test.tsv").exists():
+    if not (corpus / "test.tsv").exists():  # test.tsv is written last: the others are of a generation cut short
+        for split in ("train", "valid"):
+            (corpus / f"{split}.tsv").unlink(missing_ok=True)
         log = work / f"generate-{pairs}.log"
         entry["generate"] = _checked("generate", run_watched(
             [sys.executable, "-m", "seqbench", "data", "generate", str(corpus), "--pairs", str(pairs)], env, log), log)
@@ -127,7 +129,9 @@ def measure_size(pairs: int, work: Path, cache_dir: Path, vocab_size: int) -> di
 
 def benchmark(sizes: list[int], work: Path, out: Path, vocab_size: int = 8000) -> dict:
     """Every size (smallest first) into `out`/scale.json; the cache is new, so the first prepare of each size
-    builds everything."""
+    builds everything. One line before any work where `work` or `out` cannot be written."""
+    check_folder(work, "cache")
+    check_folder(out, "scale.json")
     work.mkdir(parents=True, exist_ok=True)
     cache_dir = work / "cache"
     machine = {"cpu": device_name(torch.device("cpu")), "cores": os.cpu_count(), "python": platform.python_version(),

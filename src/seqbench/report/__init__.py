@@ -44,6 +44,7 @@ from seqbench.analysis.summary import (
     summary_rows,
 )
 from seqbench.common.errors import InputError
+from seqbench.common.io import atomic_savefig, atomic_write_text
 from seqbench.common.progress import progress_bar
 from seqbench.report.curve import GAIN_NOTE, curve_table, has_curves
 from seqbench.report.markdown import (
@@ -131,13 +132,13 @@ def write_report(paths: list[str | Path], out: str | Path, split: str = "test", 
     figures = _figures(groups, split, breakdowns, targets)
     with progress_bar("figures", total=len(figures), unit="figures") as advance:
         for name, fig in figures.items():
-            fig.savefig(out / f"{name}.png", dpi=120)
+            atomic_savefig(fig, out / f"{name}.png", dpi=120)
             advance(1)
     lines = [*_overview(runs, groups, split, tests, n_samples, out), *_breakdown_sections(groups, split, breakdowns),
              *_length_distance_sections(groups, split, out), *_training_sections(groups, targets, figures),
              *_run_tables(groups, runs if search else load_runs(paths, completed=False), split, out)]
     path = out / "report.md"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write_text(path, "\n".join(lines) + "\n")
     return path
 
 
@@ -212,7 +213,7 @@ def _length_distance_sections(groups, split: str, out: Path) -> list[str]:
             continue
         coverage = length_distance_cells(groups, split, kind, "coverage")
         name = f"length_distance_{kind}"
-        plot_length_distance(accuracy, kind, "accuracy").savefig(out / f"{name}.png", dpi=120)
+        atomic_savefig(plot_length_distance(accuracy, kind, "accuracy"), out / f"{name}.png", dpi=120)
         counted = "probe dependencies (one per sentence)" if next(iter(accuracy.values()))["probes"] else \
             "every dependency"
         lines += [f"## {kind.capitalize()} by distance within sentence length", "",

@@ -223,10 +223,20 @@ def _commands(directories: list[str | Path], shown: list[str]) -> str:
             parts.append(f"`{name}`: each run's command.txt")
         else:
             tasks = sorted({run.results["config"]["task_name"] for run in runs})
-            parts.append(f"`{name}`: " + ", ".join(f"`python train.py -m experiment={task}`" for task in tasks))
+            parts.append(f"`{name}`: " + ", ".join(map(_preset_command, tasks)))
     if len(parts) == 1:
         return "Command: " + parts[0].split(": ", 1)[1] + f"; records: `{shown[0]}`"
     return "Commands and records: " + "; ".join(parts)
+
+
+def _preset_command(task: str) -> str:
+    """The multirun of the experiment preset named `task`; unknown where no preset has that name (runs of train.yaml
+    with overrides, whose task is `train`, that recorded no command.txt): a command that does not exist misleads."""
+    from seqbench.config.compose import CONF_DIR
+
+    if (CONF_DIR / "experiment" / f"{task}.yaml").is_file():
+        return f"`python train.py -m experiment={task}`"
+    return f"unknown (the runs recorded no command.txt, and their task `{task}` is no experiment preset)"
 
 
 def budget_headline(directories: list[str | Path], shown: list[str] | None = None) -> str:

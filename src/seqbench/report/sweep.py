@@ -17,6 +17,7 @@ from seqbench.analysis.plots import MARKERS, label_colours
 from seqbench.analysis.runs import is_search_dir
 from seqbench.analysis.summary import spread
 from seqbench.common.errors import InputError
+from seqbench.common.io import atomic_savefig, atomic_write_text
 from seqbench.report.markdown import cell, markdown_rows
 from seqbench.rundir.layout import RunDir
 from seqbench.rundir.reader import Run
@@ -196,7 +197,7 @@ def write_sweep_report(sweep_dir: str | Path, out: str | Path) -> Path:
         figures["lines"] = plot_lines(rows, axes, axes[2] if len(axes) >= 3 else axes[-1])
     figures["pareto"] = plot_pareto(rows, axes)
     for name, fig in figures.items():
-        fig.savefig(out / f"{name}.png", dpi=110)
+        atomic_savefig(fig, out / f"{name}.png", dpi=110)
 
     front = {r["key"] for r in pareto_front(rows)}
     table = markdown_rows([*axes, "seeds", "params", "val BLEU", "train tok/s", "Pareto"],
@@ -223,5 +224,5 @@ def write_sweep_report(sweep_dir: str | Path, out: str | Path) -> Path:
                          f"| {last} | {t['error'] or ''} |")
         lines.append("")
     path = out / "report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
+    atomic_write_text(path, "\n".join(lines))
     return path

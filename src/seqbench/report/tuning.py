@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from seqbench.analysis.plots import MARKERS, label_colours
 from seqbench.analysis.tuning import expected_best, expected_best_curve
 from seqbench.common.errors import InputError
+from seqbench.common.io import atomic_savefig, atomic_write_text
 from seqbench.report.markdown import markdown_rows
 
 CHECKPOINTS = (1, 2, 4, 8, 16)  # trial counts of the table's E[best] columns (those a search reached)
@@ -58,7 +59,7 @@ def write_tuning_report(sweep_dirs: list[str | Path], out: str | Path) -> Path:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     searches = [load_search(d) for d in sweep_dirs]
-    plot_expected_best(searches).savefig(out / "expected_best.png", dpi=110)
+    atomic_savefig(plot_expected_best(searches), out / "expected_best.png", dpi=110)
     n = max(len(s["scores"]) for s in searches)
     ks = [k for k in CHECKPOINTS if k < n] + [n]
     header = ["search", "trials", "failed", "best val BLEU", *(f"E[best of {k}]" for k in ks), "best recipe"]
@@ -77,5 +78,5 @@ def write_tuning_report(sweep_dirs: list[str | Path], out: str | Path) -> Path:
              "trials count as 0), so the families compare at equal tuning effort.", "",
              markdown_rows(header, rows), "", "![Expected best validation BLEU](expected_best.png)", ""]
     path = out / "report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
+    atomic_write_text(path, "\n".join(lines))
     return path

@@ -33,7 +33,7 @@ from seqbench.training import init_from
 from seqbench.training.console import print_summary
 from seqbench.training.measurements import Recorders, measure
 from seqbench.training.resume import completed_before, recorded_config, resume_checkpoint
-from seqbench.training.status import Diverged, Interrupted, SignalGuard, guarded, record_stop
+from seqbench.training.status import Diverged, Interrupted, LostRank, SignalGuard, guarded, lost_rank, record_stop
 from seqbench.training.trainer import (
     best_checkpoint,
     build_trainer,
@@ -87,7 +87,16 @@ def _recorded_run(cfg: DictConfig) -> dict:
                 # a bad input (ours, Hydra's, Lightning's) is one line; a crash or full disk is recorded where it can be
                 if one_line(error) is None or disk_full(error) or isinstance(error, DiskFullError):
                     record_stop(cfg, run_dir, "failed", error, trainer, guard.phase)
+                lost = lost_rank(error, trainer)
+                if lost is not None:
+                    raise LostRank(lost, guard.phase, _resume_hint(run_dir)) from error
                 raise
+
+
+def _resume_hint(run_dir: Path) -> str:
+    if RunDir(run_dir).last_checkpoint.is_file():
+        return f"rerun with hydra.run.dir={run_dir} to resume from its last checkpoint"
+    return f"rerun with hydra.run.dir={run_dir} to start again (no checkpoint yet)"
 
 
 @dataclass
@@ -208,7 +217,7 @@ def _fit(cfg: DictConfig, job: _Job, guard: SignalGuard) -> tuple[str | None, st
     if not cfg.get("train", True):
         return job.checkpoint_in, None, 0.0  # evaluate exactly the checkpoint given
     # Checkpoints are loaded with weights_only=True: tensors and plain types only, never arbitrary pickled objects.
-    with guard.phase_of_run("training", lightning=True):
+    with guard.phase_of_run("training", job.trainer):
         job.trainer.fit(job.module, datamodule=job.datamodule, ckpt_path=job.checkpoint_in, weights_only=True)
     return best_checkpoint(job.trainer), stopped_by(job.trainer), time.perf_counter() - fit_started
 
@@ -219,10 +228,10 @@ def _evaluate(cfg: DictConfig, trainer, module, datamodule, best: str | None, gu
     keep the whole run's state), and every split's hypotheses, references and sources written beside the record."""
     if best is not None:
         module.load_state_dict(read_checkpoint(best, f"checkpoint {best}")["state_dict"])
-    with guard.phase_of_run("validation", lightning=True):
+    with guard.phase_of_run("validation", trainer):
         trainer.validate(module, datamodule=datamodule, verbose=False)
     if cfg.get("test", True):
-        with guard.phase_of_run("testing", lightning=True):
+        with guard.phase_of_run("testing", trainer):
             trainer.test(module, datamodule=datamodule, verbose=False)
     if trainer.is_global_zero:
         # One sentence per line: `seqbench score` and the report rescore and test from the run directory alone.

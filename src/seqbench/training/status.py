@@ -3,13 +3,21 @@
 A cluster scheduler stops a job with SIGTERM (and a user with Ctrl+C, SIGINT). Lightning's own SIGTERM handling
 stops at a batch boundary but then exits with status 0, and nothing but Lightning sees the signal outside its
 loops. `SignalGuard` is installed for the whole run instead:
-- inside a Lightning call (fit, validate, test), a signal is handed to Lightning's SIGTERM handling, which stops at
-  the end of the current training batch or between evaluation batches; `seqbench.training.callbacks.ResumeState`
-  then saves `last.ckpt` when the stop came during training, so a rerun in the same run directory continues from
-  that batch;
+- inside a Lightning call (fit, validate, test), a signal sets Lightning's stop flag, which stops at the end of the
+  current training batch or between evaluation batches; `seqbench.training.callbacks.ResumeState` then saves
+  `last.ckpt` when the stop came during training, so a rerun in the same run directory continues from that batch.
+  Under DDP every rank must stop training at the same batch, so the ranks agree at each training batch's end
+  (`SharedStop`, one all-reduce of a boolean) and set the flag together. Lightning's own SIGTERM handler is replaced
+  while its loops run: it broadcasts from inside the handler, once per signal received, and Ctrl-C in a terminal
+  gives a DDP child rank two (its own, forwarded as SIGTERM, and the launcher's), so the ranks' collectives stopped
+  pairing and the run hung;
 - outside (data preparation, measurements), the run stops at once: everything before is in the run directory;
 - either way the run raises `Interrupted`, results.json records `"status": "interrupted"`, and `seqbench train` exits
   with 128 + the signal number (143 for SIGTERM, 130 for SIGINT), never 0. A second Ctrl+C stops without saving.
+
+A DDP rank that ends (killed, out of memory) makes the others' next collective fail with the backend's traceback;
+`lost_rank` tells that failure from others by where it was raised, and the run ends with `LostRank`: one line naming
+the rank (the launcher knows how the ranks it started ended) and how to resume.
 
 `record_stop` writes the stopped run's results.json (its status, phase, update and the checkpoint to resume from).
 """
@@ -17,10 +25,12 @@ from __future__ import annotations
 
 import logging
 import signal
+import traceback
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from lightning.pytorch import Callback
 from omegaconf import DictConfig
 
 from seqbench.common.errors import DiskFullError, InputError
@@ -45,6 +55,43 @@ class Interrupted(Exception):
         return 128 + self.signum  # the shell's convention for a process ended by a signal
 
 
+class LostRank(Exception):
+    """A DDP rank ended (killed, out of memory, its machine lost) and a collective of this one failed for it: one line
+    naming the rank, and how to resume, instead of the collective's traceback."""
+
+    def __init__(self, lost: str, phase: str, resume: str):
+        super().__init__(f"{lost} ended during {phase}; this rank stopped too; {resume}")
+        self.exit_status = 1
+
+
+def lost_rank(error: BaseException, trainer) -> str | None:
+    """Which DDP rank ended, if `error` was raised inside a collective of a run of several ranks; None otherwise (then
+    `error` is not about a lost rank). The launcher (rank 0) knows how each rank it started ended; a rank it started
+    knows only that one of the others did."""
+    if trainer is None or trainer.world_size < 2 or not _raised_in_collective(error):
+        return None
+    procs = getattr(trainer.strategy.launcher, "procs", None) or []  # the ranks Lightning's launcher started
+    ended = [(rank, proc.poll()) for rank, proc in enumerate(procs, start=1) if proc.poll() is not None]
+    if not ended:
+        return "another DDP rank (rank 0, the launcher, if it is gone)" if trainer.global_rank else "another DDP rank"
+    return ", ".join(f"DDP rank {rank} ({_how(code)})" for rank, code in ended)
+
+
+def _how(code: int) -> str:
+    return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+
+
+def _raised_in_collective(error: BaseException) -> bool:
+    """Whether a frame of torch.distributed raised `error` (or what caused it): a failed collective, found from where
+    it was raised, since its type (RuntimeError) and text are the backend's."""
+    while error is not None:
+        frames = traceback.walk_tb(error.__traceback__)
+        if any(frame.f_globals.get("__name__", "").startswith("torch.distributed") for frame, _ in frames):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 class Diverged(Exception):
     """The training loss became NaN or infinite (seqbench.training.callbacks.StopOnNonFiniteLoss)."""
 
@@ -56,7 +103,8 @@ class SignalGuard:
     def __init__(self):
         self.received: int | None = None
         self.phase = "setup"
-        self._in_lightning = False
+        self._trainer = None  # while a Lightning call runs
+        self._looping = False  # while its loops run (SharedStop installs our handlers then), as opposed to its setup
         self._previous: dict[int, object] = {}
 
     def install(self) -> None:
@@ -72,29 +120,68 @@ class SignalGuard:
         if self.received is not None:
             if signum == signal.SIGINT and self.received == signal.SIGINT:
                 raise KeyboardInterrupt  # Ctrl+C twice: the user does not want to wait for a clean stop
-            return  # already stopping (or our own SIGTERM below, forwarded to Lightning)
+            return  # already stopping (the launcher's forward of a Ctrl-C its ranks received too)
         self.received = signum
-        # Lightning's handler is in place only while its loops run (not during its setup, restore or teardown)
-        if not self._in_lightning or signal.getsignal(signal.SIGTERM) == self._handle:
+        if not self._looping:
             raise Interrupted(signum, self.phase)
-        if signum == signal.SIGINT:
-            # Lightning stops cleanly on SIGTERM only (SIGINT would raise KeyboardInterrupt mid-step): forward it.
-            signal.raise_signal(signal.SIGTERM)
+        if self._trainer.world_size == 1 or not self._trainer.training:
+            # no rank to agree with, or evaluation, whose ranks may have unequal numbers of batches (no collective can
+            # be taken at each) and meet only at its end, which a rank that stopped never reaches: stop now
+            _stop_at_batch_end(self._trainer)
+
+    def share_stop(self, trainer) -> None:
+        """At a training batch's end, on every rank at once (DDP gives them as many): stop there if any rank received
+        a signal."""
+        if self._looping and trainer.world_size > 1:
+            if trainer.strategy.reduce_boolean_decision(self.received is not None, all=False):
+                _stop_at_batch_end(trainer)
+
+    def loops_started(self, trainer) -> None:
+        """Lightning installed its SIGTERM handler before its loops: ours again, for the reason above."""
+        signal.signal(signal.SIGTERM, self._handle)
+        self._looping = True
 
     @contextmanager
-    def phase_of_run(self, phase: str, lightning: bool = False) -> Iterator[None]:
-        """Marks a phase; `lightning=True` while Lightning's loops run and can stop at a batch boundary."""
+    def phase_of_run(self, phase: str, trainer=None) -> Iterator[None]:
+        """Marks a phase; `trainer` while Lightning runs it (fit, validate, test) and can stop at a batch boundary."""
         from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-        self.phase, self._in_lightning = phase, lightning
+        self.phase, self._trainer = phase, trainer
+        if trainer is not None and not any(isinstance(c, SharedStop) for c in trainer.callbacks):
+            trainer.callbacks.append(SharedStop(self))
         try:
             yield
         except SIGTERMException:  # Lightning's clean stop; it subclasses SystemExit, whose status would be 0
             raise Interrupted(self.received or signal.SIGTERM, phase) from None
         finally:
-            self._in_lightning = False
+            self._trainer, self._looping = None, False
         if self.received is not None:  # Lightning finished its loop before it saw the signal
             raise Interrupted(self.received, phase)
+
+
+def _stop_at_batch_end(trainer) -> None:
+    # the flag Lightning's SIGTERM handler sets, and its loops check after each batch (it has no public setter)
+    trainer._signal_connector.received_sigterm = True
+
+
+class SharedStop(Callback):
+    """SignalGuard's hooks in Lightning's loops: its handler in place once they start, the ranks' decision to stop
+    taken together at every training batch's end."""
+
+    def __init__(self, guard: SignalGuard):
+        self.guard = guard
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.guard.loops_started(trainer)
+
+    def on_validation_start(self, trainer, pl_module) -> None:
+        self.guard.loops_started(trainer)
+
+    def on_test_start(self, trainer, pl_module) -> None:
+        self.guard.loops_started(trainer)
+
+    def on_train_batch_end(self, trainer, *args) -> None:
+        self.guard.share_stop(trainer)
 
 
 @contextmanager
