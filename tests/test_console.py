@@ -41,11 +41,11 @@ def test_a_run_logs_each_line_once_with_progress_validation_and_its_summary(tmp_
     assert updates == ["2", "4"]  # every_n_steps=2 of max_steps=4
     assert re.search(r"validation at update 4: BLEU [\d.]+ \(best [\d.]+\), NLL [\d.]+ \(best [\d.]+\)", log)
     assert "seqbench: transformer" in log and "test BLEU" in log and "run directory:" in log  # the summary
-    for text in (log, err):
+    for text in (log, out):
         messages = _messages(text)
         assert len(messages) == len(set(messages)), text
         assert not re.search(r"Tip:|already configured with model summary|=1\.0\)` was configured", text)
-    assert "update 2/4" in err and "seqbench: transformer" not in err  # no bar here: progress on the console too
+    assert "update 2/4" in out and "[INFO]" not in err  # no bar here: progress on the console too; stderr: errors
     assert out.count("seqbench: transformer") == 1
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["status"] == "completed" and summary["steps"] == 4 and summary["run_dir"] == str(tmp_path / "run")
@@ -57,7 +57,7 @@ def test_quiet_leaves_only_the_json_summary_on_stdout(tmp_path, capsys, monkeypa
     assert status == 0, err[-3000:]
     (line,) = out.strip().splitlines()
     assert json.loads(line)["test_bleu"] == read_results(tmp_path / "run")["test"]["bleu"]
-    assert "[INFO]" not in err
+    assert "[INFO]" not in err + out
     assert "update 4/4" in (tmp_path / "run" / "train.log").read_text()  # the log keeps everything
 
 
@@ -178,8 +178,8 @@ def test_a_cluster_job_s_log_holds_progress_validation_and_the_summary(tmp_path)
     assert "seqbench: transformer" in log and "test BLEU" in log
     assert not re.search(r"Warning|deprecated|Tip:|already configured|was configured so", done.stderr), done.stderr
     assert not re.search(r"Updates \(epoch|it/s|Validation ━", done.stdout + done.stderr)  # no bar without a tty
-    messages = _messages(done.stderr)
-    assert len(messages) == len(set(messages)) and "update 2/4" in done.stderr
+    messages = _messages(done.stdout)
+    assert len(messages) == len(set(messages)) and "update 2/4" in done.stdout
     assert json.loads(done.stdout.strip().splitlines()[-1])["status"] == "completed"
 
 

@@ -1,7 +1,7 @@
 """What a run shows and where: one logging setup for the console and the run's log.
 
 Hydra configures the logging of `seqbench train` (conf/hydra/job_logging/seqbench.yaml): every record goes once to the
-console (stderr) and once to the run's log (train.log), through the filters here. Tables (the model summary, the
+console (stdout) and once to the run's log (train.log), through the filters here. Tables (the model summary, the
 final summary) are printed on stdout by rich and written to the log as plain text (`show`); `quiet=true` leaves only
 the one-line JSON summary on stdout and warnings on stderr (`run_console`). Commands without Hydra log their progress
 lines to stderr while they run (`command_logging`).
@@ -55,8 +55,9 @@ def run_console(quiet: bool) -> None:
             logging.getLogger(name).handlers.clear()
             logging.getLogger(name).propagate = True
     for handler in logging.getLogger().handlers:
-        if type(handler) is logging.StreamHandler:  # the console, not the log file (a FileHandler subclass)
-            handler.setLevel(logging.WARNING if quiet else logging.NOTSET)
+        if type(handler) is logging.StreamHandler and quiet:  # the console, not the log file (a FileHandler)
+            handler.setStream(sys.stderr)  # stdout is the JSON line's alone
+            handler.setLevel(logging.WARNING)
 
 
 def quiet() -> bool:

@@ -26,7 +26,7 @@ def stopped_short(results: dict) -> str | None:
 
 
 def print_summary(results: dict, run_dir: Path) -> None:
-    """The table (stdout and log), the cut-short warning (stderr and log), the run directory and the JSON line."""
+    """The table (stdout and log), the cut-short warning (console and log), the run directory and the JSON line."""
     show(log, _table(results), width=max(100, int(os.environ.get("COLUMNS", 100))))
     if (short := stopped_short(results)) is not None:
         log.warning("%s: results.json status \"cut_short\"; rerun with hydra.run.dir=%s and a longer trainer.max_time "
