@@ -64,7 +64,7 @@ class ProgressLog(L.Callback):
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         step, now = trainer.global_step, time.monotonic()
-        if step == self._last_step:  # gradient accumulation: no update yet
+        if step == self._last_step or not trainer.is_global_zero:  # accumulating gradients; one rank speaks
             return
         by_steps = bool(self.every_n_steps) and step % self.every_n_steps == 0
         by_time = bool(self.every_seconds) and now - self._last_time >= self.every_seconds
@@ -73,7 +73,7 @@ class ProgressLog(L.Callback):
             self._last_time, self._last_step = now, step
 
     def on_validation_end(self, trainer, pl_module):
-        if trainer.state.fn != "fit" or trainer.sanity_checking:
+        if trainer.state.fn != "fit" or trainer.sanity_checking or not trainer.is_global_zero:
             return
         log.info(validation_line(trainer), extra=_extra(trainer))
 
