@@ -159,7 +159,7 @@ def test_an_mfu_above_100_percent_is_not_a_number():
         machine_peaks.mfu_text(flops).split("impossible")[1]
     real = {"float32": {"flops_per_s": 1e15, "matrix_size": 2048, "source": "cached"}}
     assert machine_peaks.mfu_text(machine_peaks.training_flops(model, 10, 10, 5000.0, real, "float32")).startswith(
-        "0.0% of the cached float32 matmul peak")
+        "0.0% of this machine's float32 matmul peak (1000.00 TFLOP/s)")
 
 
 def test_a_run_with_a_poisoned_cache_never_prints_an_mfu_above_100_percent(tmp_path, capsys, monkeypatch):

@@ -68,7 +68,9 @@ def _completion(argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from seqbench.commands.cli import run_command
+    from seqbench.common.third_party import silence_known_warnings
 
+    silence_known_warnings()  # before any command imports the libraries that warn
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(usage(), file=sys.stdout if argv else sys.stderr)

@@ -3,7 +3,8 @@
 Every command's `main(argv)` runs under it. A mistake in the user's input, wherever it is noticed, becomes one line,
 `error: <key or file>: <what is wrong and the fix>`, on stderr and exit status 2: the project's ConfigError and
 InputError, Hydra's composition errors and Lightning's misconfigurations alike (seqbench.common.errors.one_line).
-Anything else is a bug and keeps its traceback. Ctrl-C (SIGINT) ends a command with exit status 130 and one line, no
+Anything else is a bug and keeps its traceback. The project's progress lines (seqbench.common.progress: plain lines
+where stderr is not a terminal) go to stderr. Ctrl-C (SIGINT) ends a command with exit status 130 and one line, no
 traceback: what it wrote before stays written (a command that can resume says how itself).
 
 Hydra rejects overrides and compositions before the task function runs and prints them its own way (several lines,
@@ -18,9 +19,11 @@ import argparse
 import os
 import signal
 import sys
+from contextlib import nullcontext
 from typing import Callable, Sequence
 
 from seqbench.common.errors import InputError, one_line
+from seqbench.common.logs import command_logging
 
 _FULL_ERROR = "HYDRA_FULL_ERROR"
 _composing = False  # True from run_command's start until a Hydra task function calls composition_done()
@@ -72,7 +75,8 @@ def _run_reporting(main: Callable[[Sequence[str] | None], int | None], argv: Seq
     if hydra:
         os.environ[_FULL_ERROR] = "1"  # Hydra re-raises composition errors to us instead of printing them
     try:
-        status = main(argv)
+        with nullcontext() if hydra else command_logging():  # Hydra sets up a run's logging itself
+            status = main(argv)
     except Exception as error:  # noqa: BLE001 - only the user's own mistakes become one line; the rest re-raises
         before_task = _composing
         composition_done()

@@ -3,7 +3,9 @@
 Composition lives in the top-level conf/ (seqbench.config.compose.CONF_DIR), whether a config may run in
 seqbench.config.checks, the work in seqbench.training.run; this module turns how a run ends into one line and an exit
 status: 0 completed; 2 a bad config or input, the project's, Hydra's or Lightning's alike (before anything runs); 1
-diverged or failed; 128 + the signal number when SIGTERM/SIGINT interrupted it (rerun with the same hydra.run.dir to
+diverged or failed; 3 cut short: the time guard trainer.max_time stopped training before its budget (results.json
+"status": "cut_short", scored in full; with time_budget=true, as budget=time sets, that time is the budget and the run
+completes); 128 + the signal number when SIGTERM/SIGINT interrupted it (rerun with the same hydra.run.dir to
 resume). In a multirun a job that fails is recorded (seqbench.training.jobs) and the sweep goes on; the sweep then
 exits 1, naming the failed jobs.
 """
@@ -35,7 +37,7 @@ def _task(failures: MultirunFailures):
         from hydra.types import RunMode
 
         from seqbench.training.jobs import run_job  # after composition: a bad override fails before heavy imports
-        from seqbench.training.status import Diverged, Interrupted, LostRank
+        from seqbench.training.status import CutShort, Diverged, Interrupted, LostRank
 
         try:
             return run_job(cfg, failures if HydraConfig.get().mode == RunMode.MULTIRUN else None)
@@ -46,6 +48,9 @@ def _task(failures: MultirunFailures):
         except LostRank as stop:  # every rank left says it: the launcher may be the one lost
             print(f"error: {stop}", file=sys.stderr)
             sys.exit(stop.exit_status)
+        except CutShort as short:  # recorded and summarised; the status says it is not the budget asked for
+            print(f"error: {short}", file=sys.stderr)
+            sys.exit(short.exit_status)
         except Exception as error:  # noqa: BLE001 - only the user's own mistakes become one line; the rest re-raises
             cause = user_error(error) or (error if isinstance(error, Diverged) else None)
             if cause is None:

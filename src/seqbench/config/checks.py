@@ -100,6 +100,8 @@ SPECS: dict[str, Spec | Callable[[], Spec]] = {
     "onednn_linear": boolean(),
     "train": boolean(),
     "test": boolean(),
+    "quiet": boolean(),
+    "time_budget": boolean(),
     "ckpt_path": text("a checkpoint file path", none=True),
     "init_from": text("a run directory, checkpoint or exported model", none=True),
     # Lightning Trainer (precision and deterministic: the values its signature declares, checked by check_targets)

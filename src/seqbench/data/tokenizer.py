@@ -14,6 +14,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 from seqbench.common.io import atomic_path
 from seqbench.common.progress import enabled as progress_enabled
+from seqbench.common.progress import stage
 from seqbench.common.tokens import SPECIAL_TOKENS, UNK
 from seqbench.data.cache import cached, intact
 
@@ -50,8 +51,10 @@ class TokenizerPair:
             def build(path=path, side=side) -> None:
                 src, tgt = texts()
                 directory.mkdir(parents=True, exist_ok=True)
-                with atomic_path(path) as tmp:  # a killed run never leaves a half-written tokenizer behind
-                    train_bpe(itertools.chain(src, tgt) if shared else (src, tgt)[side], vocab_size).save(str(tmp))
+                which = "shared" if shared else ("source", "target")[side]
+                with stage(f"training the {which} BPE tokenizer ({vocab_size:,} types)"):
+                    with atomic_path(path) as tmp:  # a killed run never leaves a half-written tokenizer behind
+                        train_bpe(itertools.chain(src, tgt) if shared else (src, tgt)[side], vocab_size).save(str(tmp))
 
             toks.append(cached(path, lambda path=path: Tokenizer.from_file(str(path)), build, "tokenizer"))
         pair = cls(toks[0], toks[-1])

@@ -157,16 +157,21 @@ def training_flops(model: Seq2Seq, mean_src_tokens: float, mean_tgt_tokens: floa
 
 
 def mfu_text(flops: dict) -> str:
-    """How every command prints MFU: "41.2% of the cached float32 peak (0.09 TFLOP/s)", or the note instead of an
-    impossible number."""
+    """How every command prints MFU, in plain words: "19.8% of this machine's float32 matmul peak (0.18 TFLOP/s)",
+    and only where that peak was measured now and unfit, that the share is rough and how to measure the peak well;
+    the note instead of an impossible number."""
     if flops.get("mfu") is None:
         return f"n/a: {flops['mfu_note']}" if flops.get("mfu_note") else "n/a"
     dtype = flops["peak_dtype"]
-    text = (f"{flops['mfu']:.1%} of the {flops['peak_source']} {dtype} matmul peak "
+    text = (f"{flops['mfu']:.1%} of this machine's {dtype} matmul peak "
             f"({flops['peak_flops_per_s'][dtype] / 1e12:.2f} TFLOP/s)")
     if flops.get("mfu_datasheet") is not None:
         text += f"; {flops['mfu_datasheet']:.1%} of the datasheet peak"
-    return text + (f"; {flops['mfu_note']}" if flops.get("mfu_note") else "")
+    unfit = (flops.get("peak_provenance") or {}).get(dtype, {}).get("unfit")
+    if unfit:  # a cached peak is fit by construction: only a peak measured now for this run can be rough
+        how = "under load" if "other work was running on the cores" in unfit else "in a short test"
+        text += f"; that peak was measured now {how}, so the share is rough: see `{REMEASURE}`"
+    return text
 
 
 def device_name(device: torch.device) -> str:

@@ -56,6 +56,7 @@ from seqbench.report.markdown import (
     markdown_table,
 )
 from seqbench.rundir.reader import load_runs
+from seqbench.rundir.results import SCORED
 
 
 def _from(out: Path, run_path: Path) -> str:
@@ -64,8 +65,10 @@ def _from(out: Path, run_path: Path) -> str:
 
 
 def _cut_short(run) -> bool:
-    """The run stopped on its wall-clock guard (trainer.max_time) before its update budget."""
-    return run.results.get("train", {}).get("stopped_by") == "max_time"
+    """The run stopped on its wall-clock guard (trainer.max_time) before its update budget (unless that time was its
+    budget: time_budget=true)."""
+    return (run.results.get("train", {}).get("stopped_by") == "max_time"
+            and not (run.results.get("config") or {}).get("time_budget"))
 
 
 def _updates(run) -> str:
@@ -266,7 +269,7 @@ def _run_tables(groups, every_run, split: str, out: Path) -> list[str]:
             seed = "—" if run.seed is None else run.seed
             lines.append(f"| {label} | {seed} | {_updates(run)} | {'—' if bleu is None else f'{bleu:.2f}'} | "
                          f"{_from(out, run.path)} |")
-    unfinished = [r for r in every_run if r.status != "completed"]
+    unfinished = [r for r in every_run if r.status not in SCORED]
     if unfinished:
         lines += ["", "## Runs that did not complete", "",
                   "Left out of every table and plot above. `interrupted`: rerun with `hydra.run.dir=<directory>` to "

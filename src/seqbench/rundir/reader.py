@@ -14,7 +14,7 @@ from seqbench.common.nested import get_path
 from seqbench.decoding.attention import load_attention
 from seqbench.rundir.checkpoints import TORCH_LOAD_ERRORS, unreadable
 from seqbench.rundir.layout import RESULTS_FILE, RunDir
-from seqbench.rundir.results import read_results
+from seqbench.rundir.results import SCORED, read_results
 from seqbench.scoring.evaluation import LENGTH_METRIC
 
 
@@ -46,7 +46,8 @@ class Run:
 
     @property
     def status(self) -> str:
-        """"completed", or why the run has no scores: "interrupted", "diverged", "failed" (seqbench.rundir.results)."""
+        """"completed", "cut_short" (scored, but the time guard stopped its training early), or why the run has no
+        scores: "interrupted", "diverged", "failed" (seqbench.rundir.results)."""
         return self.results.get("status", "completed")  # records older than the status field are all completed
 
     def lines(self, name: str, split: str = "test") -> list[str] | None:
@@ -165,7 +166,7 @@ def load_runs(paths: Iterable[str | Path], completed: bool = True) -> list[Run]:
         raise InputError(f"no {RESULTS_FILE} under {', '.join(map(str, paths))}")
     if not completed:
         return runs
-    done = [r for r in runs if r.status == "completed"]
+    done = [r for r in runs if r.status in SCORED]  # cut_short runs too: the report warns about them
     if not done:
         raise InputError(f"no completed run under {', '.join(map(str, paths))} ({len(runs)} did not "
                                 f"complete: {', '.join(sorted({r.status for r in runs}))})")

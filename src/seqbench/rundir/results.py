@@ -2,7 +2,10 @@
 
 Schema version 1 (fields are added, never renamed, without a version bump):
   schema_version   int
-  status           "completed" (absent in records of older versions: completed too). A run that did not complete
+  status           "completed" (absent in records of older versions: completed too), or "cut_short": trained,
+                   evaluated and recorded in full, but the time guard trainer.max_time stopped its training before
+                   its budget (train.stopped_by "max_time"; with time_budget=true that time is the budget and the
+                   run is "completed"). SCORED: the statuses whose record holds scores. A run that did not complete
                    writes a short record instead (`write_status`): status "interrupted" (SIGTERM/SIGINT; rerun with
                    hydra.run.dir=<run dir> to resume), "diverged" (NaN/inf loss) or "failed" (an error), with
                    "error" (one line), "phase" (setup, data preparation, training, validation, testing,
@@ -132,13 +135,18 @@ def source_commit(package: Path | None = None) -> str | None:
     return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
 
 
-def completed_record(*, label: str, model: dict, parameters: int, data: dict, scores: dict, throughput: dict,
-                     measurements: dict, train: dict, curve: list[dict], wall_time_s: float, seed: int, device: str,
-                     threads: int, config: dict) -> dict:
+SCORED = ("completed", "cut_short")
+CUT_SHORT_EXIT = 3  # `seqbench train`'s exit status for a cut_short run: scored, but not what was asked for
+
+
+def completed_record(*, status: str = "completed", label: str, model: dict, parameters: int, data: dict,
+                     scores: dict, throughput: dict, measurements: dict, train: dict, curve: list[dict],
+                     wall_time_s: float, seed: int, device: str, threads: int, config: dict) -> dict:
     """The record of a completed run, in the schema above. `model`: {"name", "class", "config", "param_budget"};
-    `scores`: {"valid": ..., "test": ...}; `measurements`: {"memory", "decoding"?, "flops"?}."""
+    `scores`: {"valid": ..., "test": ...}; `measurements`: {"memory", "decoding"?, "flops"?}; `status`: "completed"
+    or "cut_short" (SCORED)."""
     memory = measurements["memory"]
-    return {"status": "completed", "label": label, "model": model, "parameters": parameters, "data": data, **scores,
+    return {"status": status, "label": label, "model": model, "parameters": parameters, "data": data, **scores,
             "throughput": throughput, **measurements, "train": train, "curve": curve, "wall_time_s": wall_time_s,
             "peak_memory_mb": memory["cpu_rss_peak_mb"] if memory["cuda_max_allocated_mb"] is None
             else memory["cuda_max_allocated_mb"],

@@ -26,7 +26,7 @@ from seqbench.common.errors import DiskFullError, InputError
 from seqbench.common.io import atomic_write_text
 from seqbench.common.portable import recorded_command, relative
 from seqbench.rundir.layout import RunDir
-from seqbench.rundir.results import read_results
+from seqbench.rundir.results import CUT_SHORT_EXIT, SCORED, read_results
 
 POLL_SECONDS = 2.0  # how often a running trial is watched (its engine's should_stop, an interrupted search)
 KILL_DELAY = 30.0   # seconds between SIGTERM and SIGKILL when a trial is stopped (the agent's KILL_DELAY)
@@ -117,10 +117,12 @@ def _watch(proc: subprocess.Popen, stopping: threading.Event | None,
 
 def _ended(returncode: int, run_dir: Path, updates: int | None) -> tuple[str, float | None, dict, str | None]:
     """State, metric, results.json and error of a trial that ended by itself: complete when it exited 0 with a
-    completed record (a record without a status is an older completed one), else diverged or failed with the first of
+    completed record (a record without a status is an older completed one) or 3 with a cut_short one that still
+    trained its rung's updates, else diverged or failed with the first of
     its record's error, its last line on stderr and its exit status."""
     results = read_results(run_dir) if RunDir(run_dir).results.is_file() else {}
-    if returncode == 0 and results and results.get("status", "completed") == "completed":
+    cut_short = results.get("status") == "cut_short" and returncode == CUT_SHORT_EXIT  # its steps fall short below
+    if (returncode == 0 or cut_short) and results and results.get("status", "completed") in SCORED:
         if updates is not None and results["train"]["steps"] < updates:
             train = results["train"]
             return "failed", None, results, (f"stopped at {train['steps']} of {updates} updates (by "

@@ -1,6 +1,7 @@
 """Lightning callbacks and plugins: training throughput and progress, atomic checkpoint writes, EMA weights."""
 from __future__ import annotations
 
+import logging
 import math
 import os
 import random
@@ -19,10 +20,13 @@ from lightning.pytorch.utilities.model_summary import get_human_readable_count
 
 from seqbench.common.io import atomic_torch_save
 from seqbench.common.lightning_adapter import drop_built_train_loader, set_logging_step
+from seqbench.common.logs import show
 from seqbench.common.tokens import PAD_ID
 from seqbench.measure.speed import clock
 from seqbench.scoring.evaluation import LENGTH_METRIC
 from seqbench.training.status import Diverged
+
+log = logging.getLogger(__name__)
 
 
 class TrainingState(L.Callback):
@@ -197,17 +201,14 @@ class ModelSummary(RichModelSummary):
 
     def summarize(self, summary_data, total_parameters, trainable_parameters, model_size, total_training_modes,
                   total_flops, **summarize_kwargs):
-        from rich import get_console
         from rich.table import Table
 
-        console = get_console()
         table = Table(header_style=summarize_kwargs.get("header_style", "bold magenta"))
         columns = [(name, values) for name, values in summary_data if name != "FLOPs"]
         for name, _ in columns:
             table.add_column(name, justify="right" if name.startswith("Params") else "left")
         for row in zip(*(values for _, values in columns)):
             table.add_row(*row)
-        console.print(table)
         lines = [f"Trainable params: {get_human_readable_count(int(trainable_parameters))}",
                  f"Total params: {get_human_readable_count(int(total_parameters))}",
                  f"Total estimated model params size (MB): {model_size:,.3f}"]
@@ -215,7 +216,7 @@ class ModelSummary(RichModelSummary):
             n, per_token = self.forward_flops
             lines.append(f"Forward FLOPs per target token (analytic, {n} source and {n} target tokens; training "
                          f"counts 3x): {get_human_readable_count(int(per_token))}")
-        console.print("\n".join(lines), soft_wrap=True)
+        show(log, table, "\n".join(lines), width=120)  # on stdout and in the run's log
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):

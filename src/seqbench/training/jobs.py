@@ -11,7 +11,8 @@ from omegaconf import DictConfig
 
 from seqbench.common.errors import user_error
 from seqbench.rundir.results import write_status
-from seqbench.training.status import Diverged, Interrupted
+from seqbench.training.console import stopped_short
+from seqbench.training.status import CutShort, Diverged, Interrupted
 
 log = logging.getLogger("train")
 
@@ -25,8 +26,9 @@ class MultirunFailures:
 
 def run_job(cfg: DictConfig, failures: MultirunFailures | None = None) -> float | None:
     """Runs one job and returns the value Hydra's sweepers optimise, its validation BLEU. With `failures` (a
-    multirun), a job that fails or diverges is recorded there and in its run directory and returns None; an
-    interruption always propagates (a scheduler that stops a sweep wants the whole process gone)."""
+    multirun), a job that fails or diverges is recorded there and in its run directory and returns None, and one cut
+    short by the time guard is listed there (alone: CutShort is raised once it is recorded); an interruption always
+    propagates (a scheduler that stops a sweep wants the whole process gone)."""
     from seqbench.training.run import run  # imports Lightning: after composition, so a bad override fails fast
 
     try:
@@ -42,4 +44,8 @@ def run_job(cfg: DictConfig, failures: MultirunFailures | None = None) -> float 
         log.error("job failed: %s", cause or error, exc_info=cause is None)
         failures.lines.append(f"{cfg.paths.output_dir}: {cause or f'{type(error).__name__}: {error}'}")
         return None
+    if (short := stopped_short(results)) is not None:  # scored and recorded, but not the budget asked for
+        if failures is None:
+            raise CutShort(f"{short}; results.json status \"cut_short\" in {cfg.paths.output_dir}")
+        failures.lines.append(f"{cfg.paths.output_dir}: {short}")
     return results.get("valid", {}).get("bleu")

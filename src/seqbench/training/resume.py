@@ -11,7 +11,7 @@ from seqbench.common.errors import InputError
 from seqbench.common.portable import located
 from seqbench.config.environment import check_checkpoint_file
 from seqbench.rundir.layout import RunDir
-from seqbench.rundir.results import read_results
+from seqbench.rundir.results import SCORED, read_results
 
 
 def resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
@@ -39,7 +39,7 @@ def completed_before(cfg: DictConfig, run_dir: Path) -> dict | None:
     except InputError:  # another schema version or an unreadable record: the run decides afresh
         return None
     config = json.loads(json.dumps(OmegaConf.to_container(cfg, resolve=True), default=str))  # as results.json has it
-    if recorded.get("status") != "completed" or located(recorded.get("config")) != located(config):
+    if recorded.get("status") not in SCORED or located(recorded.get("config")) != located(config):
         return None
     if (recorded.get("train") or {}).get("stopped_by") == "max_time":
         return None

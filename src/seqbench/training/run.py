@@ -15,6 +15,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from seqbench.common.errors import DiskFullError, InputError, disk_full, one_line
+from seqbench.common.logs import run_console
 from seqbench.common.portable import relative
 from seqbench.config.against_data import check_against_data
 from seqbench.config.checks import validate
@@ -50,9 +51,10 @@ log = logging.getLogger(__name__)
 
 
 def run(cfg: DictConfig) -> dict:
-    """One job. It leaves results.json with its status ("completed", or "interrupted", "diverged", "failed" and the
-    reason) and re-raises what stopped it (train.py turns that into the exit status). Its W&B run, if any, ends with
-    it (marked failed if the job raised), so every job of a multirun gets a run of its own."""
+    """One job. It leaves results.json with its status ("completed", "cut_short" when the time guard stopped training
+    before its budget, or "interrupted", "diverged", "failed" and the reason) and re-raises what stopped it (train.py
+    turns that into the exit status). Its W&B run, if any, ends with it (marked failed if the job raised), so every
+    job of a multirun gets a run of its own."""
     try:
         results = _recorded_run(cfg)
     except BaseException:
@@ -66,6 +68,7 @@ def _recorded_run(cfg: DictConfig) -> dict:
     """Validates the config, holds the run directory, and runs the job unless it completed before with this config;
     a job that stops is recorded (status.record_stop) before what stopped it propagates."""
     started = time.perf_counter()
+    run_console(quiet=bool(cfg.get("quiet")))  # before anything prints: each line once; quiet: warnings, the JSON
     validate(cfg, environment=True)  # devices, writable directories too: before anything is built or written
     run_dir = Path(cfg.paths.output_dir)
     with run_directory_lock(run_dir):  # a second run in this directory refuses now, before it touches anything
@@ -152,8 +155,10 @@ def _complete(cfg: DictConfig, job: _Job, guard: SignalGuard, started: float) ->
     guard.phase = "measurements"
     measurements = measure(cfg, trainer, module, datamodule, job.recorders.throughput)
     device = trainer.strategy.root_device
+    # the time guard stopping training is the run's budget only when the user said so (time_budget=true)
+    status = "cut_short" if stopped == "max_time" and not cfg.get("time_budget") else "completed"
     results = completed_record(
-        label=cfg.compare.label, parameters=job.model.num_parameters(), data=datamodule.summary(),
+        status=status, label=cfg.compare.label, parameters=job.model.num_parameters(), data=datamodule.summary(),
         scores={split: evaluation.scores for split, evaluation in module.evaluations.items()},
         model={"name": cfg.model.name, "class": cfg.model._target_, "config": job.model_cfg,
                "param_budget": cfg.compare.param_budget},

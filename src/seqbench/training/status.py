@@ -36,7 +36,7 @@ from omegaconf import DictConfig
 from seqbench.common.errors import DiskFullError, InputError
 from seqbench.common.portable import relative
 from seqbench.rundir.layout import RunDir
-from seqbench.rundir.results import read_results, write_status
+from seqbench.rundir.results import CUT_SHORT_EXIT, SCORED, read_results, write_status
 from seqbench.training.resume import recorded_config
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -90,6 +90,13 @@ def _raised_in_collective(error: BaseException) -> bool:
             return True
         error = error.__cause__ or error.__context__
     return False
+
+
+class CutShort(Exception):
+    """The time guard (trainer.max_time) stopped training before its budget: the run was evaluated and recorded in
+    full with status "cut_short", and `seqbench train` exits with CUT_SHORT_EXIT (3), not 0."""
+
+    exit_status = CUT_SHORT_EXIT
 
 
 class Diverged(Exception):
@@ -201,8 +208,8 @@ def record_stop(cfg: DictConfig, run_dir: Path, status: str, error: BaseExceptio
     if trainer is not None and not trainer.is_global_zero:
         return
     try:
-        if read_results(run_dir).get("status") == "completed":
-            log.warning("%s keeps its completed results.json; this attempt ended %s: %s", run_dir, status, error)
+        if read_results(run_dir).get("status") in SCORED:
+            log.warning("%s keeps its scored results.json; this attempt ended %s: %s", run_dir, status, error)
             return
     except InputError:
         pass  # no record, or an unreadable one: this one replaces it

@@ -3,7 +3,7 @@ after fit (the best checkpoint, what stopped training, the passes over the data)
 from __future__ import annotations
 
 from hydra.utils import instantiate
-from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor, Timer
+from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor, ProgressBar, Timer
 from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from omegaconf import DictConfig
 
@@ -27,7 +27,10 @@ def build_trainer(cfg: DictConfig, recorders: Recorders, resumed_at: int | None,
                  *(instantiate(c) for c in cfg.get("callbacks", {}).values() if c is not None)]
     if not loggers:  # logger=none: LearningRateMonitor refuses a Trainer without a logger; there is nothing to log to
         callbacks = [c for c in callbacks if not isinstance(c, LearningRateMonitor)]
-    return instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
+    # callbacks.progress_bar=null means no bar (the progress log's lines remain), not Lightning's default tqdm one
+    bar = any(isinstance(c, ProgressBar) for c in callbacks)
+    return instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()],
+                       enable_progress_bar=bar)
 
 
 def best_checkpoint(trainer) -> str | None:
