@@ -194,3 +194,38 @@ def test_tiny_table1_end_to_end_and_its_headline_block(tmp_path, capsys, monkeyp
     assert render(rendered, tmp_path) == rendered
     pending = table1_headline(tmp_path / "none", "docs/results/table1/none")
     assert pending.startswith("Record pending") and "--out docs/results/table1/none" in pending
+
+
+def test_what_docs_table1_says_of_this_cpu_is_what_its_record_holds():
+    """docs/table1.md's reading of the committed record (docs/results/table1/cpu), claim by claim."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    record = json.loads((root / "docs/results/table1/cpu/table1.json").read_text(encoding="utf-8"))
+    page = " ".join((root / "docs/table1.md").read_text(encoding="utf-8").split())
+    by_n = record["compute"]["exponents"]["n"]
+    train = {layer: by_n[layer]["forward_backward"] for layer in by_n}
+    low, high = train["conv"]["interval"]
+    assert low <= by_n["conv"]["table"] <= high and "the convolution's column holds" in page
+    low, high = train["self-attention"]["interval"]
+    assert low <= by_n["self-attention"]["flops"]["exponent"] <= high and not low <= 2 <= high
+    assert all(train[r]["interval"][0] > 1 for r in ("gru", "lstm"))
+    assert "The recurrences grow faster than linearly at this fixed token budget" in page
+    d = record["settings"]["width"]
+    crossing = {layer: c["forward_backward"] for layer, c in record["compute"]["crossovers"].items()}
+    assert d / 2 <= crossing["conv"]["median"] <= d and crossing["lstm"]["median"] > d
+    assert "above" in crossing["gru"]["outside"]
+    latency = {(p["layer"], p["threads"]): p["seconds"]["median"]
+               for p in record["sequential"]["latency"]["points"] if p["n"] == 1024}
+    gain = {layer: latency[layer, 1] / latency[layer, 2] for layer in ("self-attention", "gru", "lstm", "conv")}
+    assert min(gain["conv"], gain["self-attention"]) > gain["gru"]
+    for threads in ("1", "2"):
+        exponents = record["sequential"]["latency_exponents"][threads]
+        assert all(0.85 <= exponents[r]["exponent"] <= 1.1 for r in ("gru", "lstm"))
+    path = record["path"]["layers"]
+    assert path["self-attention"]["connects_at_depth"] == 1
+    low, high = path["self-attention"]["decay_log10_per_position"]["interval"]
+    assert low <= 0 <= high
+    assert all(path[r]["reach"][0] == 32 and path[r]["decay_log10_per_position"]["slope"] < -0.1
+               for r in ("gru", "lstm"))
+    assert path["conv"]["reach"][0] == 2 and path["conv"]["connects_at_depth"] == 16
