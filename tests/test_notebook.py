@@ -11,7 +11,7 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-FIGURES = {"rnn_vs_attention.ipynb": 5, "families.ipynb": 2}  # the figures each draws
+FIGURES = {"rnn_vs_attention.ipynb": 5, "families.ipynb": 3}  # the figures each draws
 
 
 def execute(notebook):
