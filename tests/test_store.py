@@ -11,6 +11,7 @@ import logging
 import os
 import pickle
 import random
+import shlex
 
 import numpy as np
 import pytest
@@ -18,13 +19,14 @@ from datasets import Dataset, DatasetDict
 
 from seqbench.commands.data import main
 from seqbench.common import io as io_module
+from seqbench.config.checks import validate
 from seqbench.data import store as store_module
 from seqbench.data.batching import TokenBudgetBatchSampler, plan_batches, token_budget_batches
 from seqbench.data.cache import Damaged, problem, seal
 from seqbench.data.datamodule import Seq2SeqDataModule
 from seqbench.data.store import id_type
 
-from conftest import seqbench_cli
+from conftest import compose_train, seqbench_cli
 
 
 class PairCorpus:
@@ -344,8 +346,11 @@ def test_data_prepare_and_generate_commands(tmp_path, capsys):
     lines = (tmp_path / "corpus" / "train.tsv").read_text().splitlines()
     assert len(lines) == 400 and all(5 <= len(line.split("\t")[0].split()) <= 60 for line in lines)
     assert all(len(line.split("\t")) == 2 for line in lines)
-    overrides = capsys.readouterr().out.split()
-    assert overrides[0] == f"data.corpus.train={tmp_path / 'corpus' / 'train.tsv'}"
+    printed = shlex.split(capsys.readouterr().out)  # a command that runs as printed: `seqbench train data=files ...`
+    assert printed[:3] == ["seqbench", "train", "data=files"]
+    assert printed[3] == f"data.corpus.train={tmp_path / 'corpus' / 'train.tsv'}"
+    validate(compose_train(printed[2:]))  # its overrides compose and pass the config's checks as they stand
+    overrides = printed[3:]
     args = ["prepare", "data=files", "data.corpus.format=tsv", *overrides, "data.vocab_size=300",
             f"paths.cache_dir={tmp_path / 'cache'}", "--json"]
     assert main(args) == 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 
 from seqbench.commands.cli import ArgumentParser
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
         with progress_bar("generating", total=args.pairs + 2 * args.eval_pairs, unit="pairs") as advance:
             paths = generate(args.out, args.pairs, args.eval_pairs, args.vocab, args.seed, advance)
-        print(" ".join(f"data.corpus.{split}={path}" for split, path in paths.items()))
+        print(shlex.join(["seqbench", "train", "data=files", *(f"data.corpus.{s}={p}" for s, p in paths.items())]))
         return 0
     if args.action == "benchmark":
         from seqbench.measure.scale import benchmark
