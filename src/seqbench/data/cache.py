@@ -12,9 +12,9 @@ lock on `<entry>.lock` while it checks, builds, seals and reads it, so a missing
 replaces a folder that another is reading (a folder's atomic write deletes the old one before its rename). Reading
 a sealed entry writes nothing: where the lock cannot be created (a read-only, shared cache), a lock file that is
 there is held shared, and none is held where there is none, since nobody can be writing there.
-The lock is fcntl's flock directly rather than the filelock package's (the same flock underneath): a reader here
-takes it shared, opening an existing lock file read-only, which a read-only cache needs and filelock's exclusive
-locks do not offer.
+The lock is fcntl's flock directly: a read-only cache needs a shared lock on a lock file opened read-only (or none),
+which filelock's FileLock does not take; its ReadWriteLock, in the 4.x releases installed here, could replace this
+once the project requires them (filelock comes only through other packages today).
 """
 from __future__ import annotations
 
