@@ -215,7 +215,8 @@ def test_tiny_bench_with_fairseq_rows(tmp_path, capsys, monkeypatch):
 @pytest.mark.integration
 def test_the_gpu_check_runs_on_the_cpu(tmp_path):
     """`seqbench bench --gpu-check --tiny`: the GPU check's steps (bf16-mixed training with decoding, the 2-process
-    DDP path) as real processes at toy sizes on the CPU, so the script cannot rot where no GPU is lent."""
+    DDP path, the Table 1 pass) as real processes at toy sizes on the CPU, so the script cannot rot where no GPU is
+    lent."""
     import subprocess
     import sys
 
@@ -228,6 +229,9 @@ def test_the_gpu_check_runs_on_the_cpu(tmp_path):
     assert check["train"]["throughput"]["target_tokens_per_s"] > 0 and check["train"]["decoding"]["beam"]
     assert check["ddp"]["test_sentences"] == check["ddp"]["test_split"]  # both ranks' shares gathered
     assert "DDP, 2 processes" in done.stdout
+    # the Table 1 pass: its own record, every layer's exponent in n
+    assert set(check["table1"]["n_exponents"]) == {"self-attention", "gru", "lstm", "conv"}
+    assert (tmp_path / "check" / "table1" / "table1.json").is_file() and "Table 1, bf16" in done.stdout
 
 
 def test_the_gpu_check_without_a_gpu_says_how_to_run_it(tmp_path, capsys, monkeypatch):

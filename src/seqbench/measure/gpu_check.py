@@ -6,6 +6,8 @@
    it), then decodes the test set greedily and with the beam: tokens/s, MFU against the measured peak and the
    datasheet peak, decoding sentences/s, from the run's results.json.
 2. The 2-process DDP path (gloo on the CPU: NCCL takes one GPU per rank), on a tiny model.
+3. A short Table 1 pass (`seqbench bench --table1 --device cuda --bf16`, TABLE1_ROUNDS rounds): each layer's cost
+   exponent in n, where a GPU's parallelism shows what 2 CPU cores cannot (docs/table1.md).
 
 Every step is a real `seqbench train` process. With `tiny` the same steps run on the CPU at toy sizes (bf16-mixed
 autocast included), which is how the tests keep this check from rotting on machines without a GPU.
@@ -38,6 +40,25 @@ DDP = ["model=transformer", "model.d_model=32", "model.n_heads=2", "model.d_ff=6
        "data.corpus.test_per_bucket=1", "data.vocab_size=300", "trainer.max_steps=4", "trainer.accelerator=cpu",
        "trainer.devices=2", "+trainer.strategy=ddp", "measure.decode_sentences=4", "recipe=none"]
 COMMON = ["callbacks.progress_bar=null", "logger=csv"]
+TABLE1_ROUNDS = 3
+
+
+def _table1(out: Path, tiny: bool, log) -> dict:
+    """The Table 1 pass as a `seqbench bench --table1` process of its own; its record's exponents in n."""
+    folder = out / "table1"
+    args = ["--table1", "--device", "cpu" if tiny else "cuda", "--bf16", "--rounds", str(TABLE1_ROUNDS),
+            *(["--tiny"] if tiny else []), "--out", str(folder)]
+    log(f"table1: seqbench bench {' '.join(args)}")
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "seqbench", "bench", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        errors = [line for line in done.stderr.splitlines() if line.startswith("error:")] or \
+            done.stderr.strip().splitlines()[-1:] or ["no output"]
+        raise InputError(f"gpu check, table1: {errors[-1].removeprefix('error: ')}")
+    record = json.loads((folder / "table1.json").read_text(encoding="utf-8"))
+    return {"seconds": time.perf_counter() - started, "folder": str(folder),
+            "n_exponents": {layer: fits["forward_backward"]["exponent"]
+                            for layer, fits in record["compute"]["exponents"]["n"].items()}}
 
 
 def _train(name: str, overrides: list[str], out: Path, log) -> dict:
@@ -64,6 +85,7 @@ def run_gpu_check(out: Path, tiny: bool = False, log=print) -> dict:
                          "same steps on the CPU")
     train = _train("train", TINY_BASE if tiny else WMT_BASE, out, log)
     ddp = _train("ddp", DDP, out, log)
+    table1 = _table1(out, tiny, log)
     results = train["results"]
     check = {"tiny": tiny, "device": results["device"], "torch": torch.__version__,
             "flash_sdp_enabled": torch.backends.cuda.flash_sdp_enabled(),
@@ -73,7 +95,8 @@ def run_gpu_check(out: Path, tiny: bool = False, log=print) -> dict:
                       "decoding": results.get("decoding", {}), "test_bleu": results.get("test", {}).get("bleu"),
                       "seconds": train["seconds"]},
             "ddp": {"world_size": 2, "test_sentences": ddp["results"]["test"]["n_sentences"],
-                    "test_split": ddp["results"]["data"]["sizes"]["test"], "seconds": ddp["seconds"]}}
+                    "test_split": ddp["results"]["data"]["sizes"]["test"], "seconds": ddp["seconds"]},
+            "table1": table1}
     atomic_write_text(out / "gpu_check.json", json.dumps(check, indent=2, default=str) + "\n")
     return check
 
@@ -92,4 +115,9 @@ def markdown(check: dict) -> str:
                      f"{speed['target_tokens_per_s']:,.0f} tokens/s")
     lines.append(f"- DDP, 2 processes: the test set's {ddp['test_sentences']} of {ddp['test_split']} sentences "
                  f"scored on the gathered whole ({ddp['seconds']:.0f} s)")
+    table1 = check.get("table1")
+    if table1:
+        lines.append("- Table 1, bf16, fwd+bwd time per sentence against n: " + ", ".join(
+            f"{layer} n^{exponent:.2f}" for layer, exponent in table1["n_exponents"].items())
+            + f" ({table1['seconds']:.0f} s; record in {table1['folder']})")
     return "\n".join(lines)
