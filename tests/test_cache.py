@@ -141,7 +141,7 @@ def test_the_file_size_limit_during_prepare_is_one_line_and_the_rerun_completes(
     from seqbench.commands.data import main
 
     assert main(["generate", str(tmp_path / "corpus"), "--pairs", "3000", "--eval-pairs", "20", "--vocab", "300"]) == 0
-    overrides = capsys.readouterr().out.split()
+    overrides = capsys.readouterr().out.split()[3:]  # `seqbench train data=files data.corpus.train=...`
     argv = ["data", "prepare", "data=files", "data.corpus.format=tsv", *overrides, "data.vocab_size=200",
             f"paths.cache_dir={tmp_path / 'cache'}"]
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from seqbench.commands.cli import ArgumentParser
+from seqbench.commands.arguments import ArgumentParser
 from seqbench.common.io import atomic_torch_save, check_writable
 from seqbench.rundir.averaging import average_checkpoints
 

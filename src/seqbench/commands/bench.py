@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from seqbench.commands.cli import ArgumentParser
+from seqbench.commands.arguments import ArgumentParser
 from seqbench.common.errors import InputError
 from seqbench.config.checks import preset_config
 from seqbench.config.compose import compose

@@ -15,14 +15,13 @@ escapes it. A user who sets HYDRA_FULL_ERROR=1 gets the full traceback of everyt
 """
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
 from contextlib import nullcontext
 from typing import Callable, Sequence
 
-from seqbench.common.errors import InputError, one_line
+from seqbench.common.errors import one_line
 from seqbench.common.logs import command_logging
 
 _FULL_ERROR = "HYDRA_FULL_ERROR"
@@ -86,28 +85,3 @@ def _run_reporting(main: Callable[[Sequence[str] | None], int | None], argv: Seq
     finally:
         composition_done()
     return int(status or 0)
-
-
-class _DefaultsOnce(argparse.HelpFormatter):
-    """Each option's default in its help once: added where the help does not already say its default, and not for
-    options without one (argparse's ArgumentDefaultsHelpFormatter adds "(default: None)" beside our own words)."""
-
-    def _get_help_string(self, action):
-        text = action.help or ""
-        if "default" in text or action.default in (None, argparse.SUPPRESS) or not action.option_strings \
-                or isinstance(action.default, bool):
-            return text
-        return f"{text} (default: %(default)s)"
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse for every command, whose mistakes are one line like every other mistake: `error: seqbench bench:
-    argument --threads: ... (seqbench bench --help)` and exit status 2, instead of the usage block. Help texts give
-    each default once (_DefaultsOnce)."""
-
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", _DefaultsOnce)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str):
-        raise InputError(f"{self.prog}: {message} (see {self.prog} --help)")

@@ -21,7 +21,7 @@ import json
 import shlex
 from pathlib import Path
 
-from seqbench.commands.cli import ArgumentParser
+from seqbench.commands.arguments import ArgumentParser
 from seqbench.config.compose import compose
 
 

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from seqbench.commands.cli import ArgumentParser
+from seqbench.commands.arguments import ArgumentParser
 from seqbench.rundir.export import FORMATS, export
 
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from seqbench.analysis.compute import DEFAULT_TARGETS
-from seqbench.commands.cli import ArgumentParser
+from seqbench.commands.arguments import ArgumentParser
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
 from seqbench.report import write_report

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from seqbench.commands.cli import ArgumentParser
+from seqbench.commands.arguments import ArgumentParser
 from seqbench.common.errors import InputError
 from seqbench.common.io import read_lines
 from seqbench.common.text import DEFAULT_LENGTH_EDGES

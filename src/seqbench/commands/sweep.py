@@ -6,7 +6,7 @@ import argparse
 import signal
 import sys
 
-from seqbench.commands.cli import ArgumentParser
+from seqbench.commands.arguments import ArgumentParser
 from seqbench.common.errors import InputError
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from seqbench.commands.cli import ArgumentParser
+from seqbench.commands.arguments import ArgumentParser
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text, check_writable, read_lines
 from seqbench.config.checks import check_decoding

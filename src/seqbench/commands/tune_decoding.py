@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from seqbench.analysis import decoding_tuning
-from seqbench.commands.cli import ArgumentParser
+from seqbench.commands.arguments import ArgumentParser
 from seqbench.common.errors import InputError
 from seqbench.common.io import atomic_write_text
 from seqbench.common.portable import shown
