@@ -169,7 +169,10 @@ def test_a_run_with_a_poisoned_cache_never_prints_an_mfu_above_100_percent(tmp_p
 
     cache = tmp_path / "cache"
     cache.mkdir()
-    _poison(cache, matrix_size=2048, measure_seconds=3.0)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # the peak is cached per thread count: the run's (TINY's threads=1), whatever an earlier
+    _poison(cache, matrix_size=2048, measure_seconds=3.0)  # test of this worker left the process at
+    torch.set_num_threads(before)
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     monkeypatch.setenv("COLUMNS", "400")
     status, out, err = seqbench_cli(["train", f"paths.cache_dir={cache}", f"hydra.run.dir={tmp_path / 'run'}",
