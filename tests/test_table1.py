@@ -177,17 +177,18 @@ def test_tiny_table1_end_to_end_and_its_headline_block(tmp_path, capsys, monkeyp
     monkeypatch.chdir(tmp_path)
     threads = torch.get_num_threads()
     try:
-        status, stdout, _ = seqbench_cli(["bench", "--table1", "--tiny", "--rounds", "2", "--out", "rec"], capsys)
+        status, stdout, _ = seqbench_cli(["bench", "--table1", "--tiny", "--rounds", "2", "--threads", "2", "--out",
+                                          "rec"], capsys)
     finally:
         torch.set_num_threads(threads)
     assert status == 0 and "results: rec/" in stdout
     record = json.loads((tmp_path / "rec" / "table1.json").read_text())
     assert (tmp_path / "rec" / "table1.png").stat().st_size > 0 and (tmp_path / "rec" / "table1.md").is_file()
-    assert record["command"] == "seqbench bench --table1 --tiny --rounds 2 --out rec"
+    assert record["command"] == "seqbench bench --table1 --tiny --rounds 2 --threads 2 --out rec"
     assert record["versions"]["torch"] == torch.__version__ and "seqbench_commit" in record
     assert set(record["compute"]["exponents"]["n"]) == set(table1.KINDS)
     assert all(len(p["forward"]["rounds"]) == 2 for p in record["compute"]["by_d"]["points"])
-    assert record["sequential"]["latency"]["threads"][-1] == threads
+    assert record["sequential"]["latency"]["threads"] == [1, 2]  # 1, 2 and --threads
     page = "<!-- headline: rec --table1 -->\nstale\n<!-- /headline -->\n"
     rendered = render(page, tmp_path)
     assert "| self-attention | O(n²·d) | 2 |" in rendered and "Command: `seqbench bench --table1" in rendered
@@ -229,3 +230,22 @@ def test_what_docs_table1_says_of_this_cpu_is_what_its_record_holds():
     assert all(path[r]["reach"][0] == 32 and path[r]["decay_log10_per_position"]["slope"] < -0.1
                for r in ("gru", "lstm"))
     assert path["conv"]["reach"][0] == 2 and path["conv"]["connects_at_depth"] == 16
+    trained = {layer: path[layer]["trained"] for layer in path}
+    assert trained["self-attention"]["loss_last"] < 0.5 * trained["self-attention"]["loss_first"]
+    assert all(0.8 < trained[r]["loss_last"] < 1.2 for r in ("gru", "lstm")) and trained["conv"]["loss_last"] > 2
+    assert all(trained[r]["decay_log10_per_position"]["slope"] < -0.1 for r in ("gru", "lstm"))
+    assert "the self-attention stack's error fell by more than half" in page
+
+
+def test_training_to_carry_the_first_position_lowers_the_loss_of_a_layer_that_can():
+    """train_to_carry: one causal self-attention layer, which reaches every earlier position in one step, learns to
+    put the first position's input at the last position (its error falls; its residual keeps the last position's own
+    input in the output, so not to zero);
+    the path record holds the trained measurement beside the one at initialisation."""
+    torch.manual_seed(0)
+    stack = [table1.build_layer("self-attention", 8, causal=True).double()]
+    first, last = table1.train_to_carry(stack, n=5, d=8, steps=300)
+    assert last < 0.9 * first
+    path = table1.path_lengths(replace(MICRO, path_length=5, path_width=2, path_training_steps=3), log=lambda *a: None)
+    trained = path["layers"]["gru"]["trained"]
+    assert trained["steps"] == 3 and len(trained["norms"]) == path["depth"] and trained["loss_first"] > 0

@@ -76,13 +76,15 @@ class Table1Setting:
     kernel: int = 3                   # the convolution's kernel width
     path_length: int = 33             # positions of the path measurement (its stacks span n - 1 = 32)
     path_width: int = 16
+    path_training_steps: int = 300    # Adam steps that train each path stack to carry position 0 to the last
     rounds: int = 6                   # 6 rounds at least give a median a 95% interval
     window_seconds: float = WINDOW_SECONDS
 
 
 REFERENCE = Table1Setting()
 TINY = Table1Setting(lengths=(8, 16, 32, 64), widths=(16, 32), width=32, width_length=16, tokens=128,
-                     latency_lengths=(8, 16, 32), sentence_words=(5, 10), path_length=9, path_width=4, rounds=2,
+                     latency_lengths=(8, 16, 32), sentence_words=(5, 10), path_length=9, path_width=4,
+                     path_training_steps=20, rounds=2,
                      window_seconds=0.0)
 
 
@@ -453,6 +455,30 @@ def gradient_norms(layers: list[nn.Module], x: torch.Tensor, position: int) -> l
     return norms
 
 
+def train_to_carry(stack: list[nn.Module], n: int, d: int, steps: int, batch: int = 16) -> tuple[float, float]:
+    """Trains `stack` (float64, Adam, lr 1e-3) to output at the last position the input at the first, the longest
+    dependency a sentence of n positions holds, on fresh random inputs each step; returns the loss (mean squared
+    error) of the first and of the last step. A stack that cannot carry it far keeps a loss near 1."""
+    parameters = [p for layer in stack for p in layer.parameters()]
+    optimizer = torch.optim.Adam(parameters, lr=1e-3)
+    losses = []
+    for layer in stack:
+        layer.train()
+    for _ in range(steps):
+        x = torch.randn(batch, n, d, dtype=torch.float64)
+        h = x
+        for layer in stack:
+            h = layer(h)
+        loss = (h[:, -1] - x[:, 0]).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    for layer in stack:
+        layer.eval()
+    return losses[0], losses[-1]
+
+
 def reach(norms_by_distance: list[float]) -> int:
     """The farthest distance whose gradient is not exactly zero."""
     return max(distance for distance, norm in enumerate(norms_by_distance) if norm > 0)
@@ -460,9 +486,10 @@ def reach(norms_by_distance: list[float]) -> int:
 
 def path_lengths(setting: Table1Setting, log=print) -> dict:
     """For each layer kind, a causal stack deep enough for the convolution to span the sentence
-    (ceil((n-1)/(k-1)) layers, width setting.path_width, float64, at initialisation): the gradient norm of the last
-    position against distance at every depth, the reach of every depth, the shallowest depth reaching n - 1, and the
-    decay of log10 norm per position at depth 1 (line_fit over the distances reached)."""
+    (ceil((n-1)/(k-1)) layers, width setting.path_width, float64), at initialisation and again once trained to carry
+    the first position to the last (train_to_carry): the gradient norm of the last position against distance at
+    every depth, the reach of every depth, the shallowest depth reaching n - 1, and the decay of log10 norm per
+    position at depth 1 (line_fit over the distances reached)."""
     n, d, k = setting.path_length, setting.path_width, setting.kernel
     depth = math.ceil((n - 1) / (k - 1))
     log(f"path length: causal stacks of {depth} layers over {n} positions")
@@ -472,14 +499,21 @@ def path_lengths(setting: Table1Setting, log=print) -> dict:
     for kind in KINDS:
         torch.manual_seed(0)
         stack = [build_layer(kind, d, k, causal=True).double().eval() for _ in range(depth)]
-        norms = [row[::-1] for row in gradient_norms(stack, x, n - 1)]  # index: distance n-1-j
-        reaches = [reach(row) for row in norms]
-        first = norms[0][:reaches[0] + 1]
-        decay = line_fit(list(range(1, len(first))), [math.log10(v) for v in first[1:]]) if len(first) > 2 else None
-        layers[kind] = {"norms": norms, "reach": reaches,
-                        "connects_at_depth": next((i + 1 for i, r in enumerate(reaches) if r >= n - 1), None),
-                        "decay_log10_per_position": decay}
+        layers[kind] = _paths(stack, x, n)
+        loss_before, loss_after = train_to_carry(stack, n, d, setting.path_training_steps)
+        layers[kind]["trained"] = {"steps": setting.path_training_steps, "loss_first": loss_before,
+                                   "loss_last": loss_after, **_paths(stack, x, n)}
     return {"n": n, "d": d, "kernel": k, "depth": depth, "causal": True, "dtype": "float64", "layers": layers}
+
+
+def _paths(stack: list[nn.Module], x: torch.Tensor, n: int) -> dict:
+    norms = [row[::-1] for row in gradient_norms(stack, x, n - 1)]  # index: distance n-1-j
+    reaches = [reach(row) for row in norms]
+    positive = [(i, v) for i, v in enumerate(norms[0][:reaches[0] + 1]) if i > 0 and v > 0]
+    decay = line_fit([i for i, _ in positive], [math.log10(v) for _, v in positive]) if len(positive) > 1 else None
+    return {"norms": norms, "reach": reaches,
+            "connects_at_depth": next((i + 1 for i, r in enumerate(reaches) if r >= n - 1), None),
+            "decay_log10_per_position": decay}
 
 
 def run_table1(setting: Table1Setting, workload, families: list[str], thread_counts: list[int],
