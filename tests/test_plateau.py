@@ -106,3 +106,30 @@ def test_a_plateau_run_that_never_levels_off_stops_at_the_cap_and_says_so(tmp_pa
     record = train_in_process(tmp_path / "run", [*PLATEAU_RUN, "callbacks.plateau.min_gain=0"])
     assert record["train"]["stopped_by"] == "max_steps" and record["train"]["steps"] == 12
     assert record["train"]["plateau_rule"]["min_gain"] == 0
+
+
+def test_committed_plateau_records_stopped_as_the_rule_says():
+    """Every record of experiment=equal_compute_plateau committed so far trained under the preset's rule, and one that
+    the rule stopped had levelled off by it (its best rose by less than min_gain over the last window, after
+    min_steps); one that did not was stopped by the cap, which the tables then mark."""
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    from seqbench.analysis.plateau import window_gain
+
+    root = Path(__file__).resolve().parents[1]
+    rule = yaml.safe_load((root / "conf/budget/plateau.yaml").read_text())["callbacks"]["plateau"]
+    records = sorted((root / "docs/results/equal_compute_plateau").glob("*/results.json"))
+    assert records, "the first record landed with the rule (rnn-seed9)"
+    for path in records:
+        train = json.loads(path.read_text())["train"]
+        assert {k: train["plateau_rule"][k] for k in ("window", "min_gain", "min_steps")} == \
+               {k: rule[k] for k in ("window", "min_gain", "min_steps")}, path
+        if train["stopped_by"] == "plateau":
+            curve = [(p["step"], p["bleu"]) for p in json.loads(path.read_text())["curve"]]
+            _, gain = window_gain([p for p in curve if p[0] <= train["steps"]], rule["window"])
+            assert gain < rule["min_gain"] and train["steps"] >= rule["min_steps"], path
+        else:
+            assert train["stopped_by"] == "max_steps" and train["steps"] == train["max_steps"], path
