@@ -90,6 +90,9 @@ FORBIDDEN = [
     ("32 live draws of 64",
      "a live draw scored above 1 BLEU at the first rung: 13 / 13 / 34 of 64 in the first search (recipes.md); 32 of "
      "64 is the draws a family factor did not rule out"),
+    ("ahead of fairseq, by 1.06-1.11x",
+     "the Transformer's training ratios, [1.00, 1.15] and [0.96, 1.17], reach 1: level with fairseq, not ahead"),
+    ("Decoding is 5-10% faster", "three of the four A/B intervals reach or cross 1"),
     ("# Equal compute", "equal_compute holds updates and training tokens equal, not FLOPs"),
     ("[equal compute](", "equal_compute holds updates and training tokens equal, not FLOPs"),
 ]
