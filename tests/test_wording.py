@@ -435,3 +435,25 @@ def test_config_comments_quote_the_records_and_defaults_they_name():
     quoted = [(path.name, int(n)) for path in conf.rglob("*.yaml") for line in path.read_text().splitlines()
               if "decode_sentences" in line for n in re.findall(r"(?:default|train\.yaml's) (\d+)", line)]
     assert quoted and all(n == default for _, n in quoted), quoted
+
+
+def test_where_speed_stands_is_what_the_newest_bench_records_intervals_say():
+    """speed.md's summary reads the generated table of 2026-12-06 (test_readme keeps it equal to its records): the
+    LSTM's training interval lies above 1, the Transformer's and ConvS2S's reach 1, every decoding interval against
+    CTranslate2 float32 lies below 1."""
+    text = (ROOT / "docs" / "speed.md").read_text(encoding="utf-8")
+    block = text[text.index("<!-- headline: docs/results/bench/2026-12-06_packed_vocab8000"):]
+    block = block[:block.index("<!-- /headline -->")]
+    rows = {line.split(" | ")[0].strip("| "): line for line in block.splitlines() if line.startswith("| ")}
+
+    def intervals(row: str) -> list[tuple[float, float]]:
+        return [(float(a), float(b)) for a, b in re.findall(r"\[(\d+\.\d+), (\d+\.\d+)\]", rows[row])]
+
+    assert all(low > 1 for low, _ in intervals("rnn training / fairseq"))
+    assert all(low <= 1 <= high for low, high in intervals("transformer training / fairseq"))
+    assert all(low <= 1 <= high for low, high in intervals("cnn training / fairseq"))
+    decoding = [i for row in rows if "CTranslate2 float32" in row for i in intervals(row)]
+    assert len(decoding) == 4 and all(high < 1 for _, high in decoding)
+    flat = " ".join(text.split())
+    assert "the LSTM is ahead (its interval lies above 1); the Transformer and ConvS2S are level with it" in flat
+    assert "(every interval below 1)" in flat
