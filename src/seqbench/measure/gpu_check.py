@@ -43,6 +43,14 @@ COMMON = ["callbacks.progress_bar=null", "logger=csv"]
 TABLE1_ROUNDS = 3
 
 
+def _check(done: subprocess.CompletedProcess, name: str) -> None:
+    """One line for a step that failed: the process's own `error:` line, else its last line."""
+    if done.returncode != 0:
+        errors = [line for line in done.stderr.splitlines() if line.startswith("error:")] or \
+            done.stderr.strip().splitlines()[-1:] or ["no output"]
+        raise InputError(f"gpu check, {name}: {errors[-1].removeprefix('error: ')}")
+
+
 def _table1(out: Path, tiny: bool, log) -> dict:
     """The Table 1 pass as a `seqbench bench --table1` process of its own; its record's exponents in n."""
     folder = out / "table1"
@@ -51,10 +59,7 @@ def _table1(out: Path, tiny: bool, log) -> dict:
     log(f"table1: seqbench bench {' '.join(args)}")
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "seqbench", "bench", *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        errors = [line for line in done.stderr.splitlines() if line.startswith("error:")] or \
-            done.stderr.strip().splitlines()[-1:] or ["no output"]
-        raise InputError(f"gpu check, table1: {errors[-1].removeprefix('error: ')}")
+    _check(done, "table1")
     record = json.loads((folder / "table1.json").read_text(encoding="utf-8"))
     return {"seconds": time.perf_counter() - started, "folder": str(folder),
             "n_exponents": {layer: fits["forward_backward"]["exponent"]
@@ -68,10 +73,7 @@ def _train(name: str, overrides: list[str], out: Path, log) -> dict:
     started = time.perf_counter()
     done = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ))
     seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        errors = [line for line in done.stderr.splitlines() if line.startswith("error:")] or \
-            done.stderr.strip().splitlines()[-1:] or ["no output"]
-        raise InputError(f"gpu check, {name}: {errors[-1].removeprefix('error: ')}")
+    _check(done, name)
     return {"seconds": seconds, "run_dir": str(run_dir),
             "results": json.loads((run_dir / "results.json").read_text(encoding="utf-8"))}
 
